@@ -1,0 +1,38 @@
+"""The embedded default adapters, registered through the public hooks."""
+
+from ragkit.plugins.hookspecs import hookimpl
+
+
+@hookimpl
+def register_kv_stores(register):
+    from ragkit.storage.sqlite_kv import SQLiteKVStore
+
+    register(SQLiteKVStore)
+
+
+@hookimpl
+def register_doc_status_stores(register):
+    from ragkit.storage.sqlite_doc_status import SQLiteDocStatusStore
+
+    register(SQLiteDocStatusStore)
+
+
+@hookimpl
+def register_vector_stores(register):
+    from ragkit.storage.numpy_vectors import NumpyVectorStore
+
+    register(NumpyVectorStore)
+
+
+@hookimpl
+def register_graph_stores(register):
+    from ragkit.storage.networkx_graph import NetworkXGraphStore
+
+    register(NetworkXGraphStore)
+
+
+@hookimpl
+def register_tokenizers(register):
+    from ragkit.tokenizer import TiktokenTokenizer
+
+    register(TiktokenTokenizer)

@@ -1,0 +1,62 @@
+"""Every error ragkit raises, in one place.
+
+    RagkitError
+    ├── ConfigError                 settings file or environment is wrong
+    │   ├── AdapterNotFoundError    a backend name that no plugin registered
+    │   └── DuplicateAdapterError   two plugins registered the same name
+    ├── PluginLoadError             an entry point failed to import (strict mode)
+    ├── StoreError                  a store refused an operation
+    │   ├── StoreClosedError        used before open() or after close()
+    │   ├── InvalidValueError       a record, property or metadata value the protocol forbids
+    │   │   └── DimensionMismatchError   a vector of the wrong length
+    │   └── InvalidTransitionError  a document status change the lifecycle forbids
+    └── ModelError                  an LLM, embedder or reranker call failed
+
+Messages name the problem and the fix, because they reach users of the CLI.
+"""
+
+from __future__ import annotations
+
+
+class RagkitError(Exception):
+    """Base class of every error raised by ragkit."""
+
+
+class ConfigError(RagkitError):
+    """Settings are invalid or refer to something that is not installed."""
+
+
+class AdapterNotFoundError(ConfigError):
+    """A backend or model name that no installed plugin registered."""
+
+
+class DuplicateAdapterError(ConfigError):
+    """Two plugins registered an adapter of the same kind under one name."""
+
+
+class PluginLoadError(RagkitError):
+    """An entry point of the ``ragkit`` group failed to load."""
+
+
+class StoreError(RagkitError):
+    """A store refused an operation."""
+
+
+class StoreClosedError(StoreError):
+    """A store was used before ``open()`` or after ``close()``."""
+
+
+class InvalidValueError(StoreError, ValueError):
+    """A key, record, property or metadata value that the protocol does not allow."""
+
+
+class DimensionMismatchError(InvalidValueError):
+    """A vector whose length differs from the store's fixed dimension."""
+
+
+class InvalidTransitionError(StoreError, ValueError):
+    """A document status change that the lifecycle does not allow."""
+
+
+class ModelError(RagkitError):
+    """An LLM, embedder or reranker call failed."""

