@@ -60,3 +60,16 @@ class InvalidTransitionError(StoreError, ValueError):
 
 class ModelError(RagkitError):
     """An LLM, embedder or reranker call failed."""
+
+
+def describe_validation_error(exc: Exception) -> str:
+    """A pydantic ValidationError as 'field: problem' lines, *without* the input
+    values, which may be secrets (an API key in the wrong field)."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    lines = []
+    for err in errors(include_input=False, include_url=False):
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(options)"
+        lines.append(f"{loc}: {err.get('msg')}")
+    return "; ".join(lines)

@@ -129,7 +129,7 @@ class Registry:
         by_name = {r.name: r for r in self.plugins}
         for kind, hook_name in KINDS.items():
             hook = getattr(self.pm.hook, hook_name)
-            for impl in reversed(hook.get_hookimpls()):  # registration order
+            for impl in hook.get_hookimpls():  # registration order
                 record = by_name[impl.plugin_name]
                 try:
                     impl.function(register=self._register_callback(kind, record))

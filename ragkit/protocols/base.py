@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ragkit.errors import ConfigError, StoreClosedError
+from ragkit.errors import ConfigError, StoreClosedError, describe_validation_error
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")
 
@@ -97,7 +97,7 @@ class BaseStore:
         except Exception as exc:  # pydantic's message lists every bad field
             raise ConfigError(
                 f"invalid options for {type(self).__name__} "
-                f"(namespace {config.namespace!r}): {exc}"
+                f"(namespace {config.namespace!r}): {describe_validation_error(exc)}"
             ) from exc
         self._open = False
 

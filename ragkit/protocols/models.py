@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragkit.errors import ConfigError
+from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.ids import digest
 from ragkit.protocols.base import Capability, NoOptions
 
@@ -142,4 +142,4 @@ class ModelAdapter:
         try:
             self.options = self.Options.model_validate(dict(options or {}))
         except Exception as exc:
-            raise ConfigError(f"invalid options for {type(self).__name__}: {exc}") from exc
+            raise ConfigError(f"invalid options for {type(self).__name__}: {describe_validation_error(exc)}") from exc

@@ -1,0 +1,5 @@
+import sys
+
+from ragkit.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,65 @@
+"""Build the configured adapters from settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragkit.errors import ConfigError, describe_validation_error
+from ragkit.plugins import Registry, create_model, create_store, get_registry
+from ragkit.protocols.base import StoreConfig
+from ragkit.settings import Settings
+
+
+def store_config(
+    settings: Settings, kind: str, namespace: str, dimension: int | None = None
+) -> StoreConfig:
+    backend = getattr(settings, kind)
+    return StoreConfig(
+        namespace=namespace,
+        workspace=settings.workspace,
+        working_dir=settings.working_dir,
+        options=dict(backend.options),
+        dimension=dimension,
+    )
+
+
+def build_store(
+    settings: Settings,
+    kind: str,
+    namespace: str,
+    dimension: int | None = None,
+    registry: Registry | None = None,
+) -> Any:
+    backend = getattr(settings, kind)
+    config = store_config(settings, kind, namespace, dimension)
+    return create_store(kind, backend.name, config, registry or get_registry())
+
+
+def build_model(settings: Settings, kind: str, registry: Registry | None = None) -> Any:
+    """The configured model of ``kind``, or ``None`` where that kind is optional and unset."""
+    backend = getattr(settings, kind)
+    if backend is None:
+        return None
+    return create_model(kind, backend.name, dict(backend.options), registry or get_registry())
+
+
+def validate_options(settings: Settings, registry: Registry | None = None) -> dict[str, str | None]:
+    """For each configured kind: ``None`` when its adapter accepts the options,
+    else the problem. Resolving names here surfaces unknown backends early."""
+    registry = registry or get_registry()
+    problems: dict[str, str | None] = {}
+    for kind in ("kv", "vector", "graph", "doc_status", "llm", "embedder", "reranker", "tokenizer"):
+        backend = getattr(settings, kind)
+        if backend is None:
+            continue
+        try:
+            cls = registry.get(kind, backend.name)
+            options_model = getattr(cls, "Options", None)
+            if options_model is not None:
+                options_model.model_validate(backend.options)
+            problems[kind] = None
+        except ConfigError as exc:
+            problems[kind] = str(exc)
+        except Exception as exc:  # pydantic ValidationError from the adapter's model
+            problems[kind] = f"invalid options for {backend.name!r}: {describe_validation_error(exc)}"
+    return problems

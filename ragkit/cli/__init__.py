@@ -1,0 +1,1 @@
+"""The ``ragkit`` command line."""

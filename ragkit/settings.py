@@ -1,0 +1,214 @@
+"""One typed settings object from defaults, ``ragkit.toml`` and ``RAGKIT_*``.
+
+Precedence: environment > file > defaults. Every value remembers where it came
+from, so ``ragkit config`` can show it.
+
+File (``./ragkit.toml``, or ``RAGKIT_CONFIG`` / ``--config``)::
+
+    workspace = "default"
+    working_dir = "./ragkit_data"
+
+    [vector]
+    name = "numpy"            # a registered name or "package.module:Class"
+    [vector.options]          # validated by the adapter's own Options model
+    ...
+
+Environment: ``RAGKIT_WORKSPACE``, ``RAGKIT_WORKING_DIR``, ``RAGKIT_<SECTION>``
+for a backend's name (``RAGKIT_GRAPH=neo4j``) and ``RAGKIT_<SECTION>__<OPTION>``
+for one option (``RAGKIT_LLM__API_KEY=...``). Option values that parse as JSON
+(numbers, booleans, lists) are taken as such, anything else as a string.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ragkit.errors import ConfigError, describe_validation_error
+
+SECTIONS = ("kv", "vector", "graph", "doc_status", "llm", "embedder", "reranker", "tokenizer")
+DEFAULT_FILE = "ragkit.toml"
+_SECRET = re.compile(r"key|token|password|passwd|secret|credential|auth", re.I)
+_URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
+
+
+class BackendSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+def _backend(name: str, **options: Any) -> Any:
+    return Field(default_factory=lambda: BackendSettings(name=name, options=options))
+
+
+class Settings(BaseModel):
+    """Which adapter serves each kind, and where data lives."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workspace: str = "default"
+    working_dir: Path = Path("ragkit_data")
+    kv: BackendSettings = _backend("sqlite")
+    vector: BackendSettings = _backend("numpy")
+    graph: BackendSettings = _backend("networkx")
+    doc_status: BackendSettings = _backend("sqlite")
+    llm: BackendSettings | None = None
+    embedder: BackendSettings = _backend("hash")
+    reranker: BackendSettings | None = None
+    tokenizer: BackendSettings = _backend("tiktoken")
+
+    @field_validator("workspace")
+    @classmethod
+    def _workspace(cls, value: str) -> str:
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$", value):
+            raise ValueError("use 1-64 letters, digits, '_' or '-'")
+        return value
+
+
+class LoadedSettings(BaseModel):
+    """Settings plus where each value came from (dotted path -> source)."""
+
+    settings: Settings
+    sources: dict[str, str]
+    file: Path | None = None
+
+    def masked(self) -> dict[str, Any]:
+        return mask_secrets(self.settings.model_dump(mode="json"))
+
+
+def load_settings(
+    path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> LoadedSettings:
+    env = os.environ if env is None else env
+    defaults = Settings().model_dump(mode="json")
+    sources = {key: "default" for key in _leaves(defaults)}
+    data = defaults
+
+    file = _config_path(path, env)
+    if file is not None:
+        file_data = _read_toml(file)
+        data = _merge(data, file_data)
+        sources.update({k: f"file ({file})" for k in _leaves(file_data)})
+    env_data = _from_env(env)
+    data = _merge(data, env_data)
+    sources.update({k: f"env ({_env_name(k)})" for k in _leaves(env_data)})
+    # Keep only the most specific source of each value.
+    sources = {k: v for k, v in sources.items() if not any(o.startswith(k + ".") for o in sources)}
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        where = f" in {file}" if file else ""
+        raise ConfigError(f"invalid settings{where}: {describe_validation_error(exc)}") from exc
+    return LoadedSettings(settings=settings, sources=sources, file=file)
+
+
+def _config_path(path: Any, env: Mapping[str, str]) -> Path | None:
+    explicit = path or env.get("RAGKIT_CONFIG")
+    if explicit:
+        p = Path(explicit)
+        if not p.is_file():
+            raise ConfigError(f"settings file {p} does not exist; fix the path or unset RAGKIT_CONFIG")
+        return p
+    p = Path(DEFAULT_FILE)
+    return p if p.is_file() else None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    unknown = set(data) - set(Settings.model_fields)
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown setting(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(Settings.model_fields)}"
+        )
+    # A section given as a bare string is shorthand for its name.
+    return {k: {"name": v} if k in SECTIONS and isinstance(v, str) else v for k, v in data.items()}
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in env.items():
+        if not key.startswith("RAGKIT_"):
+            continue
+        rest = key[len("RAGKIT_"):].lower()
+        section, _, option = rest.partition("__")
+        if section in ("workspace", "working_dir") and not option:
+            out[section] = value
+        elif section in SECTIONS:
+            block = out.setdefault(section, {})
+            if option:
+                block.setdefault("options", {})[option] = _env_value(value)
+            else:
+                block["name"] = value
+    return out
+
+
+def _env_value(value: str) -> Any:
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return value
+    return parsed if not isinstance(parsed, str) else value
+
+
+def _env_name(dotted: str) -> str:
+    parts = dotted.split(".")
+    if len(parts) == 1:
+        return f"RAGKIT_{parts[0].upper()}"
+    if parts[1] == "name":
+        return f"RAGKIT_{parts[0].upper()}"
+    return f"RAGKIT_{parts[0].upper()}__{parts[-1].upper()}"
+
+
+def _merge(base: Any, override: Any) -> Any:
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            # Choosing another backend drops the default backend's options.
+            if key in SECTIONS and isinstance(value, dict) and isinstance(base.get(key), dict):
+                old = base[key]
+                if value.get("name", old.get("name")) != old.get("name"):
+                    old = {"name": value["name"], "options": {}}
+                merged[key] = _merge(old, value)
+            else:
+                merged[key] = _merge(base.get(key), value)
+        return merged
+    return override
+
+
+def _leaves(data: Any, prefix: str = "") -> list[str]:
+    if isinstance(data, dict) and data:
+        return [leaf for k, v in data.items() for leaf in _leaves(v, f"{prefix}{k}.")]
+    return [prefix.rstrip(".")] if prefix else []
+
+
+def is_secret(name: str) -> bool:
+    return bool(_SECRET.search(name))
+
+
+def mask_secrets(data: Any, name: str = "") -> Any:
+    """Replace values of anything named like a key, token or password, and
+    passwords inside URLs, with ``****``."""
+    if isinstance(data, dict):
+        return {k: mask_secrets(v, k) for k, v in data.items()}
+    if isinstance(data, list):
+        return [mask_secrets(v, name) for v in data]
+    if data is not None and is_secret(name):
+        return "****"
+    if isinstance(data, str):
+        return _URL_PASSWORD.sub(r"\1****@", data)
+    return data
+

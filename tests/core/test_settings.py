@@ -1,0 +1,91 @@
+"""Settings: precedence, sources, masking, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragkit.backends import build_store, validate_options
+from ragkit.errors import AdapterNotFoundError, ConfigError
+from ragkit.settings import load_settings, mask_secrets
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "ragkit.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_select_embedded_backends():
+    loaded = load_settings(env={})
+    s = loaded.settings
+    assert (s.kv.name, s.vector.name, s.graph.name, s.doc_status.name) == (
+        "sqlite", "numpy", "networkx", "sqlite",
+    )
+    assert loaded.sources["kv.name"] == "default"
+
+
+def test_environment_wins_over_file_and_sources_are_tracked(tmp_path):
+    path = write(tmp_path, 'workspace = "from-file"\n[graph]\nname = "networkx"\n[llm]\nname = "scripted"\n[llm.options]\ndefault = "hi"\n')
+    loaded = load_settings(path, env={"RAGKIT_WORKSPACE": "from-env", "RAGKIT_LLM__LATENCY": "0.5"})
+    assert loaded.settings.workspace == "from-env"
+    assert loaded.sources["workspace"] == "env (RAGKIT_WORKSPACE)"
+    assert loaded.sources["graph.name"].startswith("file (")
+    assert loaded.settings.llm.options == {"default": "hi", "latency": 0.5}
+    assert loaded.sources["llm.options.latency"] == "env (RAGKIT_LLM__LATENCY)"
+    assert loaded.sources["llm.options.default"].startswith("file (")
+
+
+def test_changing_backend_drops_default_options():
+    loaded = load_settings(env={"RAGKIT_EMBEDDER": "other", "RAGKIT_EMBEDDER__X": "1"})
+    assert loaded.settings.embedder.options == {"x": 1}
+
+
+def test_config_path_from_env(tmp_path):
+    path = write(tmp_path, 'workspace = "w2"\n')
+    assert load_settings(env={"RAGKIT_CONFIG": str(path)}).settings.workspace == "w2"
+
+
+def test_missing_file_named(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_settings(tmp_path / "nope.toml", env={})
+
+
+def test_unknown_top_level_key_is_an_error(tmp_path):
+    path = write(tmp_path, "vectr = 'numpy'\n")
+    with pytest.raises(ConfigError, match="unknown setting.*vectr"):
+        load_settings(path, env={})
+
+
+def test_invalid_toml_names_file(tmp_path):
+    path = write(tmp_path, "workspace = \n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_settings(path, env={})
+
+
+def test_invalid_workspace_rejected():
+    with pytest.raises(ConfigError, match="workspace"):
+        load_settings(env={"RAGKIT_WORKSPACE": "../escape"})
+
+
+def test_secrets_masked_by_name_and_in_urls():
+    data = {
+        "llm": {"options": {"api_key": "sk-live", "password": "p", "auth_token": "t", "model": "gpt"}},
+        "vector": {"options": {"url": "http://user:hunter2@host:8000/x"}},
+    }
+    masked = mask_secrets(data)
+    assert masked["llm"]["options"] == {"api_key": "****", "password": "****", "auth_token": "****", "model": "gpt"}
+    assert masked["vector"]["options"]["url"] == "http://user:****@host:8000/x"
+    assert "hunter2" not in repr(masked) and "sk-live" not in repr(masked)
+
+
+def test_unknown_backend_lists_installed():
+    loaded = load_settings(env={"RAGKIT_GRAPH": "neo5j"})
+    with pytest.raises(AdapterNotFoundError, match="neo5j.*Installed: networkx"):
+        build_store(loaded.settings, "graph", "entities")
+    assert "neo5j" in validate_options(loaded.settings)["graph"]
+
+
+def test_adapter_validates_its_own_options():
+    loaded = load_settings(env={"RAGKIT_EMBEDDER__DIMENSION": "not-a-number"})
+    problem = validate_options(loaded.settings)["embedder"]
+    assert problem and "dimension" in problem
