@@ -10,12 +10,12 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragkit import ids
 
 JSONScalar = str | int | float | bool
-PropertyValue = str | int | float | bool | list[str] | list[int] | list[float]
+PropertyValue = str | int | float | bool | list[str | int | float]
 """Values a graph property may hold (what every graph database accepts)."""
 
 
@@ -107,6 +107,12 @@ class DocStatusRecord(BaseModel):
     file_path: str | None = None
     content_length: int = 0
     metadata: dict[str, JSONScalar] = Field(default_factory=dict)
+
+    @field_validator("created_at", "updated_at")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        # Naive datetimes are taken as UTC so every backend compares them alike.
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 class DocStatusPage(Frozen):

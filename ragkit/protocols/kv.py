@@ -75,9 +75,14 @@ def encode_record(key: object, value: object) -> str:
             f"KV value for {key!r} must be a dict, got {type(value).__name__}"
         )
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")  # lone surrogates cannot be stored as UTF-8
+        # Tuples and non-string dict keys serialise but come back changed.
+        if json.loads(text) != value:
+            raise ValueError("it would not read back unchanged (tuples or non-string keys?)")
     except (TypeError, ValueError) as exc:
         raise InvalidValueError(
-            f"KV value for {key!r} is not JSON-serialisable ({exc}); "
-            "store only str, int, float, bool, None, lists and dicts"
+            f"KV value for {key!r} is not storable as JSON ({exc}); "
+            "store only str, int, float, bool, None, lists and dicts with string keys"
         ) from exc
+    return text

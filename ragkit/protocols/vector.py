@@ -111,7 +111,7 @@ class VectorStore(BaseStore, ABC):
             )
         if not np.isfinite(matrix).all():
             raise InvalidValueError("vectors must be finite (no NaN or infinity)")
-        if len(ids) and (np.linalg.norm(matrix, axis=1) == 0).any():
+        if len(ids) and (np.linalg.norm(matrix.astype(np.float64), axis=1) == 0).any():
             raise InvalidValueError("zero vectors have no direction; cosine is undefined")
         for i in ids:
             if not isinstance(i, str) or not i:
@@ -127,7 +127,7 @@ class VectorStore(BaseStore, ABC):
                 f"query vector has dimension {q.shape[0]} but store "
                 f"{self.workspace}/{self.namespace} has dimension {self.dimension}"
             )
-        if not np.isfinite(q).all() or float(np.linalg.norm(q)) == 0.0:
+        if not np.isfinite(q).all() or float(np.linalg.norm(q.astype(np.float64))) == 0.0:
             raise InvalidValueError("query vector must be finite and non-zero")
         return q
 
@@ -166,11 +166,16 @@ def matches_filter(metadata: Mapping[str, Any], filter: Filter | None) -> bool:
                 raise InvalidValueError(
                     f"unsupported filter operator(s) {sorted(unknown)}; use {{'$in': [...]}}"
                 )
-            if value not in list(cond["$in"]):
+            if not any(_same(value, c) for c in cond["$in"]):
                 return False
-        elif value != cond or type(value) is bool and type(cond) is not bool:
+        elif not _same(value, cond):
             return False
     return True
+
+
+def _same(value: Any, expected: Any) -> bool:
+    """Equality where booleans only equal booleans (Python says True == 1)."""
+    return isinstance(value, bool) == isinstance(expected, bool) and value == expected
 
 
 def rank_hits(hits: list[VectorHit], top_k: int) -> list[VectorHit]:

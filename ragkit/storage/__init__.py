@@ -1,0 +1,23 @@
+"""The embedded default stores: no server, everything under ``working_dir``.
+
+=====================  ==========  ===============================================
+class                  name        on disk
+=====================  ==========  ===============================================
+SQLiteKVStore          sqlite      ``<working_dir>/<workspace>/ragkit.sqlite``
+SQLiteDocStatusStore   sqlite      same file, its own table
+NumpyVectorStore       numpy       ``<working_dir>/<workspace>/vectors/<ns>.npz``
+NetworkXGraphStore     networkx    ``<working_dir>/<workspace>/graph/<ns>.json``
+=====================  ==========  ===============================================
+"""
+
+from ragkit.storage.networkx_graph import NetworkXGraphStore
+from ragkit.storage.numpy_vectors import NumpyVectorStore
+from ragkit.storage.sqlite_doc_status import SQLiteDocStatusStore
+from ragkit.storage.sqlite_kv import SQLiteKVStore
+
+__all__ = [
+    "NetworkXGraphStore",
+    "NumpyVectorStore",
+    "SQLiteDocStatusStore",
+    "SQLiteKVStore",
+]

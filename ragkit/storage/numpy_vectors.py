@@ -1,0 +1,396 @@
+"""The default vector store: exact cosine search over an in-memory numpy matrix.
+
+Layout in memory: a float32 matrix of the vectors as given (so ``get`` returns
+them unchanged), their float64 norms, the float32 inverse norms used to turn dot
+products into cosines, a row -> id list, a row -> metadata list and an
+id -> row dict. Deleted rows are only marked dead; the matrix is compacted
+when more than half of it is dead, and always when it is saved.
+
+On disk: ``<working_dir>/<workspace>/vectors/<namespace>.npz`` holding the
+vectors and a JSON header (ids, metadata, dimension) in one file, replaced
+atomically on ``flush()``/``close()`` when something changed.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import BinaryIO, ClassVar
+
+import numpy as np
+
+from ragkit.errors import DimensionMismatchError, InvalidValueError, StoreError
+from ragkit.protocols.base import Capability, StoreConfig
+from ragkit.protocols.vector import (
+    Filter,
+    VectorStore,
+    matches_filter,
+    rank_hits,
+)
+from ragkit.schema import JSONScalar, VectorHit, VectorRecord
+from ragkit.storage._files import SnapshotFile, remove_stale_temps
+
+FORMAT = "ragkit.numpy-vectors/1"
+_TIE = 2e-6  # candidates this close to the k-th score may tie with it after rounding
+_MIN_CAPACITY = 64
+_EXTREME_HI = 1e18
+_EXTREME_LO = 1e-18
+
+
+def _row_norms(matrix: np.ndarray) -> np.ndarray:
+    """Euclidean norm of each row, in float64 (no overflow for any float32 input)."""
+    m64 = matrix.astype(np.float64)
+    return np.sqrt(np.einsum("ij,ij->i", m64, m64))
+
+
+def _validate_filter(filter: Filter | None) -> None:
+    if filter is None:
+        return
+    if not isinstance(filter, Mapping):
+        raise InvalidValueError(f"filter must be a mapping, got {type(filter).__name__}")
+    for field, cond in filter.items():
+        if isinstance(cond, Mapping):
+            unknown = set(cond) - {"$in"}
+            if unknown:
+                raise InvalidValueError(
+                    f"unsupported filter operator(s) {sorted(unknown)}; use {{'$in': [...]}}"
+                )
+            values = cond.get("$in")
+            if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+                raise InvalidValueError(f"filter {field!r}: '$in' needs a list of values")
+
+
+class NumpyVectorStore(VectorStore):
+    """Exact (brute-force) cosine search; persisted to one ``.npz`` per namespace."""
+
+    name: ClassVar[str] = "numpy"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.PERSISTENT, Capability.METADATA_FILTER, Capability.CONCURRENT_WRITES}
+    )
+
+    def __init__(self, config: StoreConfig) -> None:
+        super().__init__(config)
+        self._file = SnapshotFile(self.path)
+        self._reset_memory()
+
+    @property
+    def path(self) -> Path:
+        return Path(self.config.working_dir) / self.workspace / "vectors" / f"{self.namespace}.npz"
+
+    # -- memory layout ---------------------------------------------------------
+
+    def _reset_memory(self, capacity: int = 0) -> None:
+        d = self.dimension
+        self._vecs = np.empty((capacity, d), dtype=np.float32)
+        self._norms = np.empty(capacity, dtype=np.float64)
+        self._inv = np.empty(capacity, dtype=np.float32)
+        self._alive = np.zeros(capacity, dtype=bool)
+        self._row_ids: list[str | None] = []
+        self._row_meta: list[dict[str, JSONScalar] | None] = []
+        self._index: dict[str, int] = {}
+        self._n = 0  # rows in use (alive or dead)
+        self._dead = 0
+
+    def _reserve(self, extra: int) -> None:
+        need = self._n + extra
+        cap = self._vecs.shape[0]
+        if need <= cap:
+            return
+        new_cap = max(need, cap + cap // 2, _MIN_CAPACITY)
+        for attr in ("_vecs", "_norms", "_inv", "_alive"):
+            old = getattr(self, attr)
+            new = (
+                np.zeros((new_cap,) + old.shape[1:], dtype=old.dtype)
+                if attr == "_alive"
+                else np.empty((new_cap,) + old.shape[1:], dtype=old.dtype)
+            )
+            new[: self._n] = old[: self._n]
+            setattr(self, attr, new)
+
+    def _compact(self) -> None:
+        if not self._dead:
+            return
+        keep = np.flatnonzero(self._alive[: self._n])
+        k = len(keep)
+        self._vecs[:k] = self._vecs[keep]
+        self._norms[:k] = self._norms[keep]
+        self._inv[:k] = self._inv[keep]
+        self._alive[:k] = True
+        self._alive[k : self._n] = False
+        self._row_ids = [self._row_ids[i] for i in keep]
+        self._row_meta = [self._row_meta[i] for i in keep]
+        self._index = {id_: row for row, id_ in enumerate(self._row_ids)}  # type: ignore[misc]
+        self._n = k
+        self._dead = 0
+        # Give memory back after large deletions.
+        if self._vecs.shape[0] > 4 * max(k, _MIN_CAPACITY):
+            cap = max(2 * k, _MIN_CAPACITY)
+            self._vecs = self._vecs[:cap].copy()
+            self._norms = self._norms[:cap].copy()
+            self._inv = self._inv[:cap].copy()
+            self._alive = self._alive[:cap].copy()
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def open(self) -> None:
+        if self._open:
+            return
+        remove_stale_temps(self.path)
+        self._reset_memory()
+        if self.path.exists():
+            self._load()
+        self._file.reset()
+        self._open = True
+
+    def _load(self) -> None:
+        try:
+            with np.load(self.path, allow_pickle=False) as data:
+                header = json.loads(bytes(data["header"]).decode("utf-8", "surrogatepass"))
+                vectors = np.asarray(data["vectors"], dtype=np.float32)
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+            raise StoreError(
+                f"cannot read vector file {self.path}: {exc}; restore it from a backup or "
+                "delete it and re-index"
+            ) from exc
+        dim = int(header.get("dimension", vectors.shape[1] if vectors.ndim == 2 else -1))
+        if dim != self.dimension or vectors.ndim != 2 or vectors.shape[1] != self.dimension:
+            raise DimensionMismatchError(
+                f"vector file {self.path} holds vectors of dimension {dim} but store "
+                f"{self.workspace}/{self.namespace} is configured for dimension "
+                f"{self.dimension}: use the same embedder (and dimension) that created it, "
+                f"or drop the store (delete {self.path}) and re-index"
+            )
+        ids: list[str] = header["ids"]
+        metadata: list[dict[str, JSONScalar]] = header["metadata"]
+        if not (len(ids) == len(metadata) == vectors.shape[0]):
+            raise StoreError(f"vector file {self.path} is inconsistent (ids/metadata/vectors)")
+        n = len(ids)
+        self._reset_memory(max(n, _MIN_CAPACITY))
+        self._vecs[:n] = vectors
+        norms = _row_norms(vectors)
+        self._norms[:n] = norms
+        self._inv[:n] = (1.0 / norms).astype(np.float32)
+        self._alive[:n] = True
+        self._row_ids = list(ids)
+        self._row_meta = list(metadata)
+        self._index = {id_: row for row, id_ in enumerate(ids)}
+        self._n = n
+
+    async def flush(self) -> None:
+        self._check_open()
+        await self._file.save(self._snapshot)
+
+    def _snapshot(self):
+        """A consistent copy of the live rows and a writer for the npz file."""
+        self._compact()
+        n = self._n
+        vectors = self._vecs[:n].copy()
+        header = json.dumps(
+            {
+                "format": FORMAT,
+                "dimension": self.dimension,
+                "ids": self._row_ids[:n],
+                "metadata": self._row_meta[:n],
+            },
+            ensure_ascii=False,
+            allow_nan=False,
+        ).encode("utf-8", "surrogatepass")
+        header_arr = np.frombuffer(header, dtype=np.uint8)
+
+        def write(fh: BinaryIO) -> None:
+            np.savez(fh, vectors=vectors, header=header_arr)
+
+        return write
+
+    async def close(self) -> None:
+        if not self._open:
+            return
+        await self.flush()
+        self._open = False
+        self._reset_memory()
+
+    async def drop(self) -> None:
+        self._check_open()
+        self._reset_memory()
+        self._file.touch()
+        await self._file.delete()
+
+    # -- writes ----------------------------------------------------------------
+
+    async def upsert(
+        self,
+        ids: Sequence[str],
+        vectors: np.ndarray | Sequence[Sequence[float]],
+        metadata: Sequence[Mapping[str, JSONScalar]] | None = None,
+    ) -> None:
+        self._check_open()
+        ids = list(ids)
+        if not ids:
+            if np.asarray(vectors).size:
+                raise InvalidValueError("got vectors but no ids")
+            return
+        with np.errstate(over="ignore"):  # huge-but-finite vectors are valid
+            matrix = self.check_matrix(ids, vectors)
+        metas = self.check_metadata(len(ids), metadata)
+        norms = _row_norms(matrix)
+
+        rows = np.empty(len(ids), dtype=np.int64)
+        new_positions = []
+        for pos, id_ in enumerate(ids):
+            row = self._index.get(id_)
+            if row is None:
+                new_positions.append(pos)
+            else:
+                rows[pos] = row
+        if new_positions:
+            self._reserve(len(new_positions))
+            start = self._n
+            for offset, pos in enumerate(new_positions):
+                row = start + offset
+                rows[pos] = row
+                self._index[ids[pos]] = row
+                self._row_ids.append(ids[pos])
+                self._row_meta.append(None)
+            self._n = start + len(new_positions)
+        self._vecs[rows] = matrix
+        self._norms[rows] = norms
+        self._inv[rows] = (1.0 / norms).astype(np.float32)
+        self._alive[rows] = True
+        for pos, row in enumerate(rows.tolist()):
+            self._row_meta[row] = metas[pos]
+        self._file.touch()
+
+    async def delete(self, ids: Iterable[str]) -> None:
+        self._check_open()
+        if isinstance(ids, str):
+            ids = [ids]
+        changed = False
+        for id_ in ids:
+            row = self._index.pop(id_, None) if isinstance(id_, str) else None
+            if row is None:
+                continue
+            self._alive[row] = False
+            self._row_ids[row] = None
+            self._row_meta[row] = None
+            self._dead += 1
+            changed = True
+        if changed:
+            self._file.touch()
+            if self._dead > 1024 and self._dead * 2 > self._n:
+                self._compact()
+
+    # -- reads -----------------------------------------------------------------
+
+    async def count(self) -> int:
+        self._check_open()
+        return len(self._index)
+
+    def ids(self) -> AsyncIterator[str]:
+        self._check_open()
+        return self._iter_ids(list(self._index))
+
+    async def _iter_ids(self, snapshot: list[str]) -> AsyncIterator[str]:
+        for id_ in snapshot:
+            yield id_
+
+    async def get(self, ids: Sequence[str]) -> list[VectorRecord | None]:
+        self._check_open()
+        out: list[VectorRecord | None] = []
+        for id_ in ids:
+            row = self._index.get(id_) if isinstance(id_, str) else None
+            if row is None:
+                out.append(None)
+                continue
+            meta = self._row_meta[row] or {}
+            out.append(
+                VectorRecord(id=id_, vector=self._vecs[row].tolist(), metadata=dict(meta))
+            )
+        return out
+
+    async def query(
+        self,
+        vector: np.ndarray | Sequence[float],
+        top_k: int,
+        *,
+        filter: Filter | None = None,
+        min_score: float | None = None,
+    ) -> list[VectorHit]:
+        self._check_open()
+        q = self.check_query(vector)
+        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)):
+            raise InvalidValueError(f"top_k must be an int, got {top_k!r}")
+        if top_k < 0:
+            raise InvalidValueError(f"top_k must be >= 0, got {top_k}")
+        _validate_filter(filter)
+        n = self._n
+        if top_k == 0 or not self._index:
+            return []
+
+        q64 = q.astype(np.float64)
+        q_unit = (q64 / np.linalg.norm(q64)).astype(np.float32)
+
+        # Candidate rows: alive, and matching the filter if any.
+        if filter:
+            mask = np.fromiter(
+                (m is not None and matches_filter(m, filter) for m in self._row_meta[:n]),
+                dtype=bool,
+                count=n,
+            )
+            rows = np.flatnonzero(mask)
+        elif self._dead:
+            rows = np.flatnonzero(self._alive[:n])
+        else:
+            rows = None
+        if rows is not None and len(rows) == 0:
+            return []
+
+        with np.errstate(over="ignore", invalid="ignore"):  # fixed up below
+            if rows is None:
+                scores = self._vecs[:n] @ q_unit
+                scores *= self._inv[:n]
+                rows = np.arange(n)
+            elif len(rows) * 2 >= n:
+                scores = self._vecs[:n] @ q_unit
+                scores *= self._inv[:n]
+                scores = scores[rows]
+            else:
+                scores = (self._vecs[rows] @ q_unit) * self._inv[rows]
+
+        # Vectors of extreme magnitude lose precision (or overflow) in the float32
+        # product; score those few rows again in float64.
+        norms = self._norms[rows]
+        extreme = (norms > _EXTREME_HI) | (norms < _EXTREME_LO) | ~np.isfinite(scores)
+        if extreme.any():
+            ext_rows = rows[extreme]
+            exact = (self._vecs[ext_rows].astype(np.float64) @ q64) / (
+                self._norms[ext_rows] * np.linalg.norm(q64)
+            )
+            scores = scores.astype(np.float64)
+            scores[extreme] = exact
+        np.clip(scores, -1.0, 1.0, out=scores)
+
+        if min_score is not None:
+            keep = scores >= min_score
+            scores, rows = scores[keep], rows[keep]
+        if len(scores) > top_k:
+            part = np.argpartition(-scores, top_k - 1)[:top_k]
+            kth = scores[part].min()
+            near = np.flatnonzero(scores >= kth - _TIE)
+            scores, rows = scores[near], rows[near]
+
+        ranked = sorted(
+            zip(scores.tolist(), rows.tolist()),
+            key=lambda sr: (-round(sr[0], 6), self._row_ids[sr[1]]),
+        )[:top_k]
+        hits = [
+            VectorHit(
+                id=self._row_ids[row],  # type: ignore[arg-type]
+                score=score,
+                metadata=dict(self._row_meta[row] or {}),
+            )
+            for score, row in ranked
+        ]
+        return rank_hits(hits, top_k)
+
