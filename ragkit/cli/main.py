@@ -33,6 +33,23 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="write/read round trip through every configured backend")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run="ragkit.cli.doctor_cmd")
+    p = sub.add_parser("index", help="index files, folders or text")
+    p.add_argument("paths", nargs="+", help="files or folders")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run="ragkit.cli.index_cmd")
+
+    p = sub.add_parser("status", help="documents by status, graph size")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run="ragkit.cli.docs_cmd:run_status")
+
+    p = sub.add_parser("delete", help="delete documents and what only they support")
+    p.add_argument("doc_ids", nargs="+")
+    p.set_defaults(run="ragkit.cli.docs_cmd:run_delete")
+
+    p = sub.add_parser("check", help="verify consistency across stores")
+    p.add_argument("--repair", action="store_true", help="fix what can be fixed without the LLM")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run="ragkit.cli.docs_cmd:run_check")
     return parser
 
 
@@ -45,7 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import importlib
 
     try:
-        return importlib.import_module(args.run).run(args)
+        module, _, func = args.run.partition(":")
+        return getattr(importlib.import_module(module), func or "run")(args)
     except RagkitError as exc:
         print(f"ragkit: error: {exc}", file=sys.stderr)
         return 2

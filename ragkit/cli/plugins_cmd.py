@@ -13,9 +13,11 @@ def rows() -> list[dict[str, str | None]]:
     out: list[dict[str, str | None]] = []
     for record in registry.plugins:
         for info in record.adapters:
+            owner = registry._adapters[info.kind][info.name]
+            claimants = [owner, *owner.conflicts]
             conflict = (
-                "name also registered by " + ", ".join(c.distribution for c in info.conflicts)
-                if info.conflicts
+                "name registered by " + ", ".join(f"{c.distribution} ({c.plugin})" for c in claimants)
+                if owner.conflicts
                 else None
             )
             out.append(

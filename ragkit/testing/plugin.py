@@ -2,11 +2,13 @@
 
 from ragkit.plugins.hookspecs import hookimpl
 from ragkit.testing.doubles import HashEmbedder, OverlapReranker, ScriptedLLM
+from ragkit.testing.replay import ReplayLLM
 
 
 @hookimpl
 def register_llms(register):
     register(ScriptedLLM)
+    register(ReplayLLM)
 
 
 @hookimpl

@@ -1,0 +1,1 @@
+"""The pipeline stages, one module each: load, chunk, extract, merge, index, check."""

@@ -1,0 +1,109 @@
+"""Extraction stage: one chunk in, its entities and relations out.
+
+The model's output is untrusted: ``parse_extraction`` never raises, and what it
+drops is counted. Every relation endpoint is made an entity of the same chunk,
+so an edge's sources are always a subset of its endpoints' sources (which is
+what lets delete remove nodes and edges by sources alone).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragkit.pipeline.llm_cache import CachedLLM
+from ragkit.pipeline.merge import entity_key
+from ragkit.pipeline.parse import parse_extraction
+from ragkit.pipeline.prompts import build_extraction_request, build_gleaning_request
+from ragkit.schema import Chunk, Entity, Relation
+
+
+class ExtractConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    entity_types: list[str] | None = None
+    """None: the prompt's default types."""
+    language: str = "English"
+    gleaning: int = Field(default=0, ge=0, le=3)
+    """Extra "did you miss anything?" passes per chunk."""
+
+
+class ChunkExtraction(BaseModel):
+    """What one chunk says; stored per chunk and the basis of every merge."""
+
+    chunk_id: str
+    entities: list[Entity] = Field(default_factory=list)
+    relations: list[Relation] = Field(default_factory=list)
+    dropped: int = 0
+    warnings: list[str] = Field(default_factory=list)
+
+
+async def extract_chunk(chunk: Chunk, llm: CachedLLM, config: ExtractConfig) -> ChunkExtraction:
+    kwargs = {"language": config.language}
+    if config.entity_types is not None:
+        kwargs["entity_types"] = config.entity_types
+    request = build_extraction_request(chunk.content, **kwargs)
+    answer = await llm.complete(request)
+    parsed = [parse_extraction(answer)]
+    for _ in range(config.gleaning):
+        request = build_gleaning_request(request, answer)
+        answer = await llm.complete(request)
+        parsed.append(parse_extraction(answer))
+    return _combine(chunk.id, parsed)
+
+
+def _combine(chunk_id: str, parsed: list) -> ChunkExtraction:
+    entities: dict[str, Entity] = {}
+    relations: dict[tuple[str, str], Relation] = {}
+    dropped, warnings = 0, []
+    for result in parsed:
+        dropped += result.dropped
+        warnings += result.warnings
+        for ent in result.entities:
+            key = entity_key(ent.name)
+            if not key:
+                continue
+            old = entities.get(key)
+            entities[key] = ent.model_copy(
+                update={
+                    "source_ids": [chunk_id],
+                    # Several statements about one entity in one chunk all count.
+                    "description": _join(old.description, ent.description) if old else ent.description,
+                    "type": old.type if old else ent.type,
+                    "name": old.name if old else ent.name,
+                }
+            )
+        for rel in result.relations:
+            a, b = entity_key(rel.source), entity_key(rel.target)
+            if not a or not b or a == b:
+                continue
+            pair = (a, b) if a <= b else (b, a)
+            old = relations.get(pair)
+            if old is None:
+                relations[pair] = rel.model_copy(update={"source_ids": [chunk_id]})
+            else:
+                relations[pair] = old.model_copy(
+                    update={
+                        "keywords": ", ".join(dict.fromkeys(
+                            k.strip() for k in f"{old.keywords},{rel.keywords}".split(",") if k.strip()
+                        )),
+                        "description": _join(old.description, rel.description),
+                        "strength": old.strength + rel.strength,
+                    }
+                )
+    for rel in relations.values():
+        for name in (rel.source, rel.target):
+            entities.setdefault(
+                entity_key(name), Entity(name=name.strip(), source_ids=[chunk_id])
+            )
+    return ChunkExtraction(
+        chunk_id=chunk_id,
+        entities=list(entities.values()),
+        relations=list(relations.values()),
+        dropped=dropped,
+        warnings=warnings,
+    )
+
+
+def _join(a: str, b: str) -> str:
+    lines = [line for line in (a, b) if line.strip()]
+    return "\n".join(dict.fromkeys(lines))

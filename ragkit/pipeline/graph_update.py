@@ -1,0 +1,169 @@
+"""Bring entities and relations up to date after chunks were added or removed.
+
+For every touched entity or relation: its sources are the stored ones, plus
+chunks added, minus chunks removed. No source left: the node or edge and its
+vector are deleted. Otherwise it is recomputed from the stored extractions of
+its sources (``merge``), and written with its vector only if it changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ragkit import ids
+from ragkit.pipeline.extract import ChunkExtraction
+from ragkit.pipeline.merge import Fragment, Merger, entity_key, relation_key
+from ragkit.pipeline.stores import Stores
+from ragkit.protocols import Embedder
+
+Pair = tuple[str, str]
+
+
+@dataclass
+class Changes:
+    """What a batch of inserted or deleted chunks touches."""
+
+    added: dict[str, set[str]] = field(default_factory=dict)
+    """entity key -> chunk ids that now mention it"""
+    added_rel: dict[Pair, set[str]] = field(default_factory=dict)
+    removed_chunks: set[str] = field(default_factory=set)
+    entities: set[str] = field(default_factory=set)
+    relations: set[Pair] = field(default_factory=set)
+
+    def add_extraction(self, ex: ChunkExtraction) -> None:
+        for ent in ex.entities:
+            key = entity_key(ent.name)
+            self.added.setdefault(key, set()).add(ex.chunk_id)
+            self.entities.add(key)
+        for rel in ex.relations:
+            pair = relation_key(rel.source, rel.target)
+            self.added_rel.setdefault(pair, set()).add(ex.chunk_id)
+            self.relations.add(pair)
+
+    def remove_extraction(self, ex: ChunkExtraction) -> None:
+        self.removed_chunks.add(ex.chunk_id)
+        self.entities.update(entity_key(e.name) for e in ex.entities)
+        self.relations.update(relation_key(r.source, r.target) for r in ex.relations)
+
+
+class GraphUpdater:
+    def __init__(self, stores: Stores, merger: Merger, embedder: Embedder, concurrency: int = 16) -> None:
+        self.stores = stores
+        self.merger = merger
+        self.embedder = embedder
+        self.concurrency = concurrency
+        self._extractions: dict[str, ChunkExtraction] = {}
+
+    async def apply(self, changes: Changes) -> tuple[int, int]:
+        """Returns (entities written or deleted, relations written or deleted)."""
+        self._extractions = {}
+        ents = await self._update_entities(changes)
+        rels = await self._update_relations(changes)
+        return ents, rels
+
+    async def _fragments(self, chunk_ids: Iterable[str]) -> list[ChunkExtraction]:
+        wanted = [c for c in dict.fromkeys(chunk_ids) if c not in self._extractions]
+        if wanted:
+            for cid, rec in zip(wanted, await self.stores.extractions.get_many(wanted)):
+                if rec is not None:
+                    self._extractions[cid] = ChunkExtraction.model_validate(rec)
+        return [self._extractions[c] for c in chunk_ids if c in self._extractions]
+
+    async def _update_entities(self, changes: Changes) -> int:
+        keys = sorted(changes.entities)
+        current = await self.stores.graph.get_nodes(keys)
+        await self._fragments(c for k in keys for c in changes.added.get(k, ()))
+
+        async def compute(key: str, props: dict | None) -> tuple[str, dict | None, dict | None]:
+            sources = _sources(props, changes.added.get(key, set()), changes.removed_chunks)
+            if not sources:
+                return key, props, None
+            frags = [
+                Fragment(ex.chunk_id, e)
+                for ex in await self._fragments(sorted(sources))
+                for e in ex.entities
+                if entity_key(e.name) == key
+            ]
+            return key, props, (await self.merger.entity(key, frags) if frags else None)
+
+        results = await _bounded([compute(k, p) for k, p in zip(keys, current)], self.concurrency)
+        gone = [k for k, old, new in results if new is None and old is not None]
+        changed = {k: new for k, old, new in results if new is not None and new != old}
+        await self.stores.graph.delete_nodes(gone)
+        await self.stores.entity_vectors.delete([ids.entity_id(k) for k in gone])
+        if changed:
+            await self.stores.graph.upsert_nodes(changed)
+            await write_entity_vectors(self.stores, self.embedder, list(changed.items()))
+        return len(gone) + len(changed)
+
+    async def _update_relations(self, changes: Changes) -> int:
+        pairs = sorted(changes.relations)
+        current = await self.stores.graph.get_edges(pairs)
+
+        async def compute(pair: Pair, props: dict | None) -> tuple[Pair, dict | None, dict | None]:
+            sources = _sources(props, changes.added_rel.get(pair, set()), changes.removed_chunks)
+            if not sources:
+                return pair, props, None
+            frags = [
+                Fragment(ex.chunk_id, r)
+                for ex in await self._fragments(sorted(sources))
+                for r in ex.relations
+                if relation_key(r.source, r.target) == pair
+            ]
+            return pair, props, (await self.merger.relation(pair, frags) if frags else None)
+
+        results = await _bounded([compute(k, p) for k, p in zip(pairs, current)], self.concurrency)
+        gone = [k for k, old, new in results if new is None and old is not None]
+        changed = [(k, new) for k, old, new in results if new is not None and new != old]
+        await self.stores.graph.delete_edges(gone)
+        await self.stores.relation_vectors.delete([ids.relation_id(*k) for k in gone])
+        if changed:
+            await self.stores.graph.upsert_edges([(a, b, p) for (a, b), p in changed])
+            await write_relation_vectors(self.stores, self.embedder, changed)
+        return len(gone) + len(changed)
+
+
+
+async def write_entity_vectors(stores: Stores, embedder: Embedder, items: list[tuple[str, dict]]) -> None:
+    """Embed "name + description" of each (node key, properties)."""
+    vectors = await embed_all(embedder, [f"{p['name']}\n{p['description']}" for _, p in items])
+    await stores.entity_vectors.upsert(
+        [ids.entity_id(k) for k, _ in items], vectors, [{"key": k, "name": p["name"]} for k, p in items]
+    )
+
+
+async def write_relation_vectors(stores: Stores, embedder: Embedder, items: list[tuple[Pair, dict]]) -> None:
+    """Embed keywords, endpoints and description of each (edge key, properties)."""
+    texts = [f"{p['keywords']}\t{p['source']}\n{p['target']}\n{p['description']}" for _, p in items]
+    vectors = await embed_all(embedder, texts)
+    await stores.relation_vectors.upsert(
+        [ids.relation_id(*k) for k, _ in items], vectors, [{"source": a, "target": b} for (a, b), _ in items]
+    )
+
+
+def _sources(props: Mapping | None, added: set[str], removed: set[str]) -> set[str]:
+    stored = set(props.get("source_ids", [])) if props else set()
+    return (stored | added) - removed
+
+
+async def embed_all(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Embed in batches of the embedder's maximum size."""
+    if not texts:
+        return np.zeros((0, embedder.dimension), dtype=np.float32)
+    step = max(1, embedder.max_batch_size)
+    parts = [await embedder.embed(texts[i : i + step]) for i in range(0, len(texts), step)]
+    return np.concatenate(parts).astype(np.float32, copy=False)
+
+
+async def _bounded(coros: list, limit: int) -> list:
+    semaphore = asyncio.Semaphore(limit)
+
+    async def run(coro):
+        async with semaphore:
+            return await coro
+
+    return await asyncio.gather(*(run(c) for c in coros))

@@ -1,0 +1,294 @@
+"""Insert and delete: the write side, from documents to graph and indexes.
+
+Documents are extracted concurrently (LLM calls bounded by one semaphore) and
+handed to a single committer as they finish. The committer writes whatever
+documents are ready in one batch: chunks, extractions, the graph update and
+vectors, then a flush, and only then marks them processed. So a document is
+``processed`` only when everything about it is durable, and a document found
+``processing`` after a crash is removed and redone; the LLM cache makes the
+redo free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragkit.pipeline.chunk import get_chunker
+from ragkit.pipeline.extract import ChunkExtraction, ExtractConfig, extract_chunk
+from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
+from ragkit.pipeline.llm_cache import CachedLLM
+from ragkit.pipeline.merge import MergeConfig, Merger
+from ragkit.pipeline.stores import Stores
+from ragkit.protocols import Embedder, Tokenizer
+from ragkit.schema import Chunk, DocStatus, DocStatusRecord, Document, utcnow
+
+
+class IndexConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    chunker: str = "token"
+    chunk_size: int = Field(default=1200, ge=16)
+    chunk_overlap: int = Field(default=100, ge=0)
+    llm_concurrency: int = Field(default=8, ge=1)
+    max_docs_in_flight: int = Field(default=32, ge=1)
+    max_batch_docs: int = Field(default=64, ge=1)
+    """Most documents committed in one batch."""
+    extract: ExtractConfig = Field(default_factory=ExtractConfig)
+    merge: MergeConfig = Field(default_factory=MergeConfig)
+
+
+@dataclass
+class DocOutcome:
+    doc: Document
+    chunks: list[Chunk] = field(default_factory=list)
+    extractions: list[ChunkExtraction] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class IndexReport:
+    processed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    replaced: list[str] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)
+    chunks: int = 0
+    dropped_rows: int = 0
+    seconds: float = 0.0
+    llm: dict = field(default_factory=dict)
+
+
+Progress = Callable[[str, int], None]
+
+
+class Indexer:
+    def __init__(
+        self,
+        stores: Stores,
+        llm: CachedLLM,
+        embedder: Embedder,
+        tokenizer: Tokenizer,
+        config: IndexConfig,
+        progress: Progress | None = None,
+    ) -> None:
+        self.stores = stores
+        self.llm = llm
+        self.embedder = embedder
+        self.config = config
+        self.chunker = get_chunker(config.chunker, tokenizer, config.chunk_size, config.chunk_overlap)
+        self.updater = GraphUpdater(stores, Merger(llm, tokenizer, config.merge), embedder)
+        self.progress = progress or (lambda event, n: None)
+
+    # -- insert ----------------------------------------------------------------
+
+    async def insert(self, documents: Sequence[Document]) -> IndexReport:
+        started = time.perf_counter()
+        report = IndexReport()
+        report.recovered = await self.recover()
+        todo = await self._admit(documents, report)
+        await self._run(todo, report)
+        report.seconds = time.perf_counter() - started
+        report.llm = self.llm.stats.as_dict()
+        return report
+
+    async def _admit(self, documents: Sequence[Document], report: IndexReport) -> list[Document]:
+        """Skip what is already processed; record the rest as pending."""
+        unique = list({d.id: d for d in documents}.values())
+        existing = await self.stores.doc_status.get([d.id for d in unique])
+        todo: list[Document] = []
+        for doc, status in zip(unique, existing):
+            if status is not None and status.status is DocStatus.PROCESSED:
+                report.skipped.append(doc.id)
+                continue
+            todo.append(doc)
+        now = utcnow()
+        await self.stores.full_docs.upsert(
+            {d.id: {"content": d.content, "file_path": d.file_path, "metadata": d.metadata} for d in todo}
+        )
+        await self.stores.doc_status.upsert(
+            DocStatusRecord(
+                id=d.id, status=DocStatus.PENDING, created_at=now, updated_at=now,
+                content_hash=d.id, file_path=d.file_path, content_length=len(d.content),
+                metadata=d.metadata,
+            )
+            for d in todo
+        )
+        return todo
+
+    async def _run(self, todo: list[Document], report: IndexReport) -> None:
+        queue: asyncio.Queue[DocOutcome] = asyncio.Queue()
+        doc_slots = asyncio.Semaphore(self.config.max_docs_in_flight)
+
+        async def extract(doc: Document) -> None:
+            async with doc_slots:
+                await queue.put(await self._extract_doc(doc))
+
+        tasks = [asyncio.create_task(extract(d)) for d in todo]
+        try:
+            remaining = len(todo)
+            while remaining:
+                batch = [await queue.get()]
+                while not queue.empty() and len(batch) < self.config.max_batch_docs:
+                    batch.append(queue.get_nowait())
+                remaining -= len(batch)
+                await self._commit(batch, report)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    async def _extract_doc(self, doc: Document) -> DocOutcome:
+        outcome = DocOutcome(doc)
+        try:
+            outcome.chunks = self.chunker.chunk(doc)
+            await self.stores.doc_status.upsert([await self._status(doc.id, DocStatus.PROCESSING, outcome.chunks)])
+            outcome.extractions = list(
+                await asyncio.gather(*(extract_chunk(c, self.llm, self.config.extract) for c in outcome.chunks))
+            )
+            self.progress("document_extracted", 1)
+        except Exception as exc:  # one bad document must not stop the run
+            outcome.error = f"{type(exc).__name__}: {exc}"
+        return outcome
+
+    async def _status(self, doc_id: str, status: DocStatus, chunks: list[Chunk] | None = None, error: str | None = None) -> DocStatusRecord:
+        (record,) = await self.stores.doc_status.get([doc_id])
+        assert record is not None
+        update: dict = {"status": status, "updated_at": utcnow(), "error": error}
+        if chunks is not None:
+            update["chunk_ids"] = [c.id for c in chunks]
+        return record.model_copy(update=update)
+
+    async def _commit(self, batch: list[DocOutcome], report: IndexReport) -> None:
+        ok = [o for o in batch if o.error is None]
+        failed = [o for o in batch if o.error is not None]
+        chunks = [c for o in ok for c in o.chunks]
+        extractions = [e for o in ok for e in o.extractions]
+        await self.stores.chunks.upsert({c.id: _chunk_record(c) for c in chunks})
+        await self.stores.extractions.upsert({e.chunk_id: e.model_dump(mode="json") for e in extractions})
+        changes = Changes()
+        for ex in extractions:
+            changes.add_extraction(ex)
+        await self.updater.apply(changes)
+        vectors = await embed_all(self.embedder, [c.content for c in chunks])
+        await self.stores.chunk_vectors.upsert(
+            [c.id for c in chunks], vectors, [_chunk_meta(c) for c in chunks]
+        )
+        await self.stores.flush()
+        statuses = [await self._status(o.doc.id, DocStatus.PROCESSED) for o in ok]
+        statuses += [await self._status(o.doc.id, DocStatus.FAILED, error=o.error) for o in failed]
+        await self.stores.doc_status.upsert(statuses)
+        report.processed += [o.doc.id for o in ok]
+        report.failed.update({o.doc.id: o.error or "" for o in failed})
+        report.chunks += len(chunks)
+        report.dropped_rows += sum(e.dropped for e in extractions)
+        report.replaced += await self._replace_old_versions([o.doc for o in ok])
+        self.progress("documents_committed", len(ok))
+
+    async def _replace_old_versions(self, docs: list[Document]) -> list[str]:
+        """A changed file at a known path replaces the version indexed before."""
+        with_path = [d for d in docs if d.file_path]
+        if not with_path:
+            return []
+        old = await self.stores.doc_paths.get_many([d.file_path for d in with_path])  # type: ignore[misc]
+        stale = [rec["doc_id"] for d, rec in zip(with_path, old) if rec and rec["doc_id"] != d.id]
+        await self.stores.doc_paths.upsert({d.file_path: {"doc_id": d.id} for d in with_path})  # type: ignore[misc]
+        if stale:
+            await self.delete(stale, keep_paths=True)
+        return stale
+
+    # -- recovery and delete ---------------------------------------------------
+
+    async def recover(self) -> list[str]:
+        """Finish interrupted deletes; undo and requeue interrupted inserts."""
+        interrupted: list[DocStatusRecord] = []
+        for status in (DocStatus.PROCESSING, DocStatus.PENDING):
+            cursor = None
+            while True:
+                page = await self.stores.doc_status.list_page(status, 500, cursor)
+                interrupted += page.items
+                if page.next_cursor is None:
+                    break
+                cursor = page.next_cursor
+        deleting = [r.id for r in interrupted if r.metadata.get("ragkit_deleting")]
+        if deleting:
+            await self.delete(deleting)
+        redo = [r for r in interrupted if not r.metadata.get("ragkit_deleting")]
+        if not redo:
+            return deleting
+        await self._remove_contribution(redo)
+        docs = await self.stores.full_docs.get_many([r.id for r in redo])
+        requeue = [
+            Document(id=r.id, content=d["content"], file_path=d.get("file_path"), metadata=d.get("metadata") or {})
+            for r, d in zip(redo, docs)
+            if d is not None
+        ]
+        await self.stores.doc_status.upsert(
+            r.model_copy(update={"status": DocStatus.PENDING, "updated_at": utcnow()}) for r in redo
+        )
+        report = IndexReport()
+        await self._run(requeue, report)
+        return deleting + [r.id for r in redo]
+
+    async def delete(self, doc_ids: Sequence[str], *, keep_paths: bool = False) -> list[str]:
+        """Remove documents and everything derived only from them; entities and
+        relations they shared are recomputed once from the remaining sources."""
+        records = [r for r in await self.stores.doc_status.get(list(dict.fromkeys(doc_ids))) if r]
+        if not records:
+            return []
+        # Marked first, so that a crash mid-delete is finished by recover().
+        await self.stores.doc_status.upsert(
+            r.model_copy(update={"metadata": {**r.metadata, "ragkit_deleting": True}}) for r in records
+        )
+        await self._remove_contribution(records)
+        ids = [r.id for r in records]
+        await self.stores.full_docs.delete(ids)
+        if not keep_paths:
+            paths = [r.file_path for r in records if r.file_path]
+            current = await self.stores.doc_paths.get_many(paths)
+            await self.stores.doc_paths.delete(
+                p for p, rec in zip(paths, current) if rec and rec["doc_id"] in ids
+            )
+        await self.stores.flush()
+        await self.stores.doc_status.delete(ids)
+        return ids
+
+    async def _remove_contribution(self, records: Sequence[DocStatusRecord]) -> None:
+        chunk_ids = await self._chunk_ids(records)
+        changes = Changes()
+        for rec in await self.stores.extractions.get_many(chunk_ids):
+            if rec is not None:
+                changes.remove_extraction(ChunkExtraction.model_validate(rec))
+        changes.removed_chunks.update(chunk_ids)
+        await self.updater.apply(changes)
+        await self.stores.chunk_vectors.delete(chunk_ids)
+        await self.stores.chunks.delete(chunk_ids)
+        await self.stores.extractions.delete(chunk_ids)
+        await self.stores.flush()
+
+    async def _chunk_ids(self, records: Sequence[DocStatusRecord]) -> list[str]:
+        """Chunk ids from the status record, or by re-chunking when a crash came
+        before they were recorded (chunking is deterministic)."""
+        out: list[str] = []
+        for rec in records:
+            if rec.chunk_ids:
+                out += rec.chunk_ids
+                continue
+            (doc,) = await self.stores.full_docs.get_many([rec.id])
+            if doc is not None:
+                out += [c.id for c in self.chunker.chunk(Document(id=rec.id, content=doc["content"], file_path=doc.get("file_path")))]
+        return list(dict.fromkeys(out))
+
+
+def _chunk_record(chunk: Chunk) -> dict:
+    return chunk.model_dump(mode="json", exclude={"id"})
+
+
+def _chunk_meta(chunk: Chunk) -> dict:
+    meta = {"doc_id": chunk.doc_id, "order": chunk.order}
+    if chunk.file_path:
+        meta["file_path"] = chunk.file_path
+    return meta

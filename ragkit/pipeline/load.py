@@ -1,0 +1,441 @@
+"""The load stage: texts, files and folders to ``Document``s, with a report.
+
+Every input gets at least one ``LoadItem`` saying what happened to it, and a bad
+input never stops the run: the other inputs are still loaded.
+
+Rules (decisions, in one place):
+
+- Inputs: a ``Document`` passes through; a ``Path`` is always a path; a ``str``
+  is a path when it names something on disk, or when it looks like one: one
+  line that ends with a separator, or has a separator or a loadable extension
+  and no whitespace, or has both (``my docs/a b.md``). So a mistyped
+  ``notes.md`` fails as "not found" instead of being indexed as an
+  eight-character text, while "Please read README.md" is text.
+  ``strings_are="paths"`` or ``"text"`` turns the guessing off.
+- Files load when their extension is in ``TEXT_EXTENSIONS`` (case-insensitive);
+  others are skipped. Inside a folder those are summed up in one item per folder
+  input, so a folder of images does not bury the report.
+- Folders are walked depth-first with the entries of each folder sorted by name,
+  so the order of documents is the same on every run and machine. Hidden
+  entries (name starts with ".") are ignored inside folders, but a hidden path
+  given explicitly is loaded. Symlinks are followed; a folder or file reached a
+  second time (symlink loop, two links to one target, hard link) is reported
+  and not loaded again.
+- ``Document.file_path`` is the path as the user gave it, joined with the path
+  inside the folder, in POSIX form (``docs/guide/intro.md``); it is not resolved,
+  so it stays meaningful to the user and the same on every machine for relative
+  inputs. Document ids depend on the content only.
+- Text: a byte order mark picks UTF-8, UTF-16 or UTF-32 and is removed; other
+  files are read as UTF-8, with invalid bytes replaced by U+FFFD and counted.
+  Newlines become ``\\n`` (``\\r\\n`` and lone ``\\r``). Nothing else is altered.
+- Two inputs with the same content are one document (ids are content-derived);
+  the second is reported as a duplicate.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import os
+import re
+import stat
+import threading
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Literal
+
+from ragkit.schema import Document
+
+TEXT_EXTENSIONS: frozenset[str] = frozenset(
+    {
+        ".txt", ".text", ".md", ".markdown", ".mdx", ".rst", ".adoc", ".org", ".tex",
+        ".csv", ".tsv", ".json", ".jsonl", ".yaml", ".yml", ".toml",
+        ".html", ".htm", ".xml", ".log",
+    }
+)
+
+Outcome = Literal["loaded", "loaded_with_replacements", "skipped", "failed"]
+StringsAre = Literal["auto", "paths", "text"]
+
+
+@dataclass
+class LoadItem:
+    """What happened to one input, or to one file inside a folder input."""
+
+    path: str
+    """The file path as stored in the document, or ``<text #n>`` / ``<document #n>``
+    for the n-th input (1-based)."""
+    outcome: Outcome
+    message: str = ""
+    doc_id: str | None = None
+
+
+@dataclass
+class LoadReport:
+    documents: list[Document] = field(default_factory=list)
+    items: list[LoadItem] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(item.outcome for item in self.items))
+
+    @property
+    def problems(self) -> list[LoadItem]:
+        return [item for item in self.items if item.outcome != "loaded"]
+
+
+def load_documents(
+    inputs: Iterable[str | Path | Document],
+    *,
+    max_files: int | None = None,
+    extensions: Collection[str] = TEXT_EXTENSIONS,
+    strings_are: StringsAre = "auto",
+) -> LoadReport:
+    """Load every input; ``max_files`` caps how many files are read in total."""
+    if max_files is not None and max_files < 0:
+        raise ValueError(f"max_files must be >= 0, got {max_files}")
+    loader = _Loader(max_files, frozenset(e.lower() for e in extensions))
+    for n, item in enumerate(inputs, start=1):
+        if isinstance(item, Document):
+            loader.add_text(item.content, item.file_path or f"<document #{n}>", document=item)
+        elif isinstance(item, os.PathLike):
+            loader.add_path(Path(item))
+        elif isinstance(item, str):
+            if not item.strip():
+                loader.add_raw_text(item, f"<text #{n}>")  # never Path(""), which is "."
+            elif strings_are == "paths" or (strings_are == "auto" and _looks_like_path(item, loader.extensions)):
+                loader.add_path(Path(item))
+            else:
+                loader.add_raw_text(item, f"<text #{n}>")
+        else:
+            loader.item(f"<input #{n}>", "failed", f"not a text, path or Document: {type(item).__name__}")
+    return loader.report
+
+
+def _looks_like_path(text: str, extensions: frozenset[str]) -> bool:
+    if "\n" in text or len(text) > 1024:
+        return False
+    if os.path.lexists(text):
+        return True
+    if text.endswith(("/", os.sep)):
+        return True
+    has_sep = "/" in text or os.sep in text
+    has_space = any(c.isspace() for c in text)
+    loadable = PurePath(text).suffix.lower() in extensions
+    return (has_sep and (loadable or not has_space)) or (loadable and not has_space)
+
+
+# --- reading and decoding --------------------------------------------------------
+
+
+class _Unstable(Exception):
+    """The file changed while it was being read, twice in a row."""
+
+
+def _read_bytes(path: Path) -> bytes:
+    # One seam for tests that simulate races (a file vanishing or growing mid-read).
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _signature(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _read_stable(path: Path) -> tuple[bytes, os.stat_result]:
+    """Read a file whose size, mtime and inode did not change during the read.
+
+    A file being written (or atomically replaced) is read once more; if it is
+    still moving the caller reports it rather than index half a file.
+    """
+    for _ in range(2):
+        before = os.stat(path)
+        data = _read_bytes(path)
+        after = os.stat(path)
+        if _signature(before) == _signature(after) and len(data) == after.st_size:
+            return data, after
+    raise _Unstable
+
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    # UTF-32-LE's mark starts with UTF-16-LE's, so it must be tried first.
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+# C0 controls other than \t \n \v \f \r and ESC (ANSI colours in logs), plus DEL.
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
+_SAMPLE = 8192
+_MAX_CONTROL_RATIO = 0.10
+_MAX_REPLACED_RATIO = 0.30
+
+_tally = threading.local()
+
+
+def _replace_and_count(exc: UnicodeError) -> tuple[str, int]:
+    # Same output as errors="replace", but counts the bytes it replaced.
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    _tally.replaced += exc.end - exc.start
+    return "\ufffd", exc.end
+
+
+codecs.register_error("ragkit.replace_count", _replace_and_count)
+
+
+@dataclass
+class _Decoded:
+    text: str
+    encoding: str
+    bom: bool
+    replaced: int
+    binary: str | None = None
+
+
+def _decode(data: bytes) -> _Decoded:
+    encoding, body, bom = "utf-8", data, False
+    for mark, name in _BOMS:
+        if data.startswith(mark):
+            encoding, body, bom = name, data[len(mark):], True
+            break
+    if not bom and b"\x00" in data:
+        # UTF-8 text never contains NUL; rejecting early avoids decoding a large binary.
+        return _Decoded("", encoding, bom, 0, binary="contains NUL bytes")
+    _tally.replaced = 0
+    text = body.decode(encoding, errors="ragkit.replace_count")
+    replaced = _tally.replaced
+    decoded = _Decoded(normalize_text(text), encoding, bom, replaced)
+    sample = text[:_SAMPLE]
+    if "\x00" in text:
+        decoded.binary = "contains NUL characters"
+    elif sample and len(_CONTROL.findall(sample)) > _MAX_CONTROL_RATIO * len(sample):
+        decoded.binary = "mostly control characters"
+    elif body and replaced > _MAX_REPLACED_RATIO * len(body):
+        decoded.binary = f"not {encoding.upper()} text ({replaced} of {len(body)} bytes invalid)"
+    return decoded
+
+
+def normalize_text(text: str) -> str:
+    """Newlines to ``\\n`` and a leading byte order mark removed; nothing else."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+# --- the walk ----------------------------------------------------------------------
+
+
+@dataclass
+class _Folder:
+    shown: str
+    entries: Iterator[os.DirEntry]
+    ancestors: tuple[tuple[int, int], ...]
+
+
+class _Loader:
+    def __init__(self, max_files: int | None, extensions: frozenset[str]) -> None:
+        self.report = LoadReport()
+        self.max_files = max_files
+        self.extensions = extensions
+        self.files_read = 0
+        self.doc_paths: dict[str, str] = {}
+        self.file_paths: dict[tuple[int, int], str] = {}
+        self.dir_paths: dict[tuple[int, int], str] = {}
+
+    def item(self, path: str, outcome: Outcome, message: str = "", doc_id: str | None = None) -> None:
+        self.report.items.append(LoadItem(path, outcome, message, doc_id))
+
+    @property
+    def limit_reached(self) -> bool:
+        return self.max_files is not None and self.files_read >= self.max_files
+
+    def _limit_message(self) -> str:
+        return f"max_files={self.max_files} reached; the remaining files were not loaded"
+
+    # -- documents --------------------------------------------------------------
+
+    def add_text(
+        self,
+        content: str,
+        shown: str,
+        *,
+        document: Document | None = None,
+        file_path: str | None = None,
+        outcome: Outcome = "loaded",
+        message: str = "",
+    ) -> None:
+        if document is None:
+            content = normalize_text(content)
+        if not content.strip():
+            self.item(shown, "skipped", "empty" if not content else "empty (whitespace only)")
+            return
+        if document is None:
+            source = "file" if file_path else "text"
+            document = Document.from_text(content, file_path=file_path, source=source)
+        first = self.doc_paths.get(document.id)
+        if first is not None:
+            why = "given more than once" if first == shown else f"duplicate: same content as {first}"
+            self.item(shown, "skipped", why, document.id)
+            return
+        self.doc_paths[document.id] = shown
+        self.report.documents.append(document)
+        self.item(shown, outcome, message, document.id)
+
+    def add_raw_text(self, text: str, shown: str) -> None:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # Lone surrogates are not Unicode and UTF-8 cannot encode them, so no
+            # store or tokenizer could take the text. Paired ones become the
+            # character they stand for.
+            fixed = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            replaced = fixed.count("\ufffd") - text.count("\ufffd")
+            self.add_text(fixed, shown, outcome="loaded_with_replacements",
+                          message=f"{replaced} lone surrogate(s) replaced with U+FFFD")
+            return
+        self.add_text(text, shown)
+
+    # -- paths --------------------------------------------------------------------
+
+    def add_path(self, path: Path) -> None:
+        shown = path.as_posix()
+        if self.limit_reached:
+            self.item(shown, "skipped", self._limit_message())
+            return
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            self.item(shown, "failed", _missing_reason(path, exc))
+            return
+        if stat.S_ISDIR(st.st_mode):
+            self._add_folder(path, shown)
+        elif not stat.S_ISREG(st.st_mode):
+            self.item(shown, "skipped", "not a regular file (device, pipe or socket)")
+        elif path.suffix.lower() not in self.extensions:
+            self.item(shown, "skipped", _unsupported(path.suffix, self.extensions))
+        else:
+            self._add_file(path, shown)
+
+    def _add_file(self, path: Path, shown: str) -> None:
+        self.files_read += 1
+        try:
+            data, st = _read_stable(path)
+        except _Unstable:
+            self.item(shown, "failed", "changed while being read (twice); load it again once it is complete")
+            return
+        except OSError as exc:
+            self.item(shown, "failed", _missing_reason(path, exc, vanished=True))
+            return
+        first = self.file_paths.setdefault((st.st_dev, st.st_ino), shown)
+        if first != shown:
+            self.item(shown, "skipped", f"same file as {first} (link)")
+            return
+        if not data:
+            self.item(shown, "skipped", "empty file")
+            return
+        decoded = _decode(data)
+        if decoded.binary:
+            self.item(shown, "skipped", f"binary file: {decoded.binary}")
+            return
+        name = decoded.encoding.upper()
+        if decoded.replaced:
+            outcome: Outcome = "loaded_with_replacements"
+            message = f"{decoded.replaced} invalid {name} byte(s) replaced with U+FFFD"
+        else:
+            outcome, message = "loaded", name + (" with byte order mark" if decoded.bom else "")
+        self.add_text(decoded.text, shown, file_path=shown, outcome=outcome, message=message)
+
+    def _add_folder(self, root: Path, shown_root: str) -> None:
+        items_before = len(self.report.items)
+        unsupported: Counter[str] = Counter()
+        stack: list[_Folder] = []
+        self._enter(root, shown_root, (), stack)
+        while stack:
+            folder = stack[-1]
+            entry = next(folder.entries, None)
+            if entry is None:
+                stack.pop()
+                continue
+            if entry.name.startswith("."):
+                continue
+            path, shown = Path(entry.path), f"{folder.shown}/{entry.name}"
+            try:
+                is_dir, is_file = entry.is_dir(), entry.is_file()
+            except OSError as exc:
+                self.item(shown, "failed", _missing_reason(path, exc))
+                continue
+            if is_dir:
+                self._enter(path, shown, folder.ancestors, stack)
+            elif is_file:
+                suffix = path.suffix.lower()
+                if suffix not in self.extensions:
+                    unsupported[suffix or "(no extension)"] += 1
+                elif self.limit_reached:
+                    self.item(shown_root, "skipped", self._limit_message())
+                    break
+                else:
+                    self._add_file(path, shown)
+            elif entry.is_symlink():
+                self.item(shown, "failed", _missing_reason(path, None))
+            else:
+                self.item(shown, "skipped", "not a regular file (device, pipe or socket)")
+        if unsupported:
+            kinds = ", ".join(f"{ext} ({n})" for ext, n in sorted(unsupported.items()))
+            self.item(
+                shown_root,
+                "skipped",
+                f"{sum(unsupported.values())} file(s) of unsupported types not loaded: {kinds}; "
+                f"loadable: {' '.join(sorted(self.extensions))}",
+            )
+        elif len(self.report.items) == items_before:
+            self.item(shown_root, "skipped", "no files found (hidden files and folders are ignored)")
+
+    def _enter(self, path: Path, shown: str, ancestors: tuple[tuple[int, int], ...], stack: list[_Folder]) -> None:
+        try:
+            st = os.stat(path)
+            key = (st.st_dev, st.st_ino)
+            if key in self.dir_paths:
+                first = self.dir_paths[key]
+                why = "symlink loop: leads back to" if key in ancestors else "already loaded as"
+                self.item(shown, "skipped", f"{why} {first}; not followed again")
+                return
+            self.dir_paths[key] = shown
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            self.item(shown, "failed", _missing_reason(path, exc, vanished=bool(ancestors), folder=True))
+            return
+        stack.append(_Folder(shown, iter(entries), (*ancestors, key)))
+
+
+def _unsupported(suffix: str, extensions: frozenset[str]) -> str:
+    kind = f"'{suffix}'" if suffix else "without an extension"
+    return f"unsupported file type {kind}; loadable: {' '.join(sorted(extensions))}"
+
+
+def _missing_reason(path: Path, exc: OSError | None, *, vanished: bool = False, folder: bool = False) -> str:
+    """A user-facing reason for an OSError (``None``: a link whose target fails)."""
+    if exc is None or isinstance(exc, FileNotFoundError):
+        if os.path.islink(path):
+            try:
+                os.stat(path)
+            except OSError as inner:
+                if inner.errno == errno.ELOOP:
+                    return "symlink loop: the link points (indirectly) to itself"
+            try:
+                target = repr(os.readlink(path))
+            except OSError:
+                target = "(unreadable)"
+            return f"broken symlink: target {target} does not exist"
+        if vanished:
+            return "vanished: deleted or moved after it was listed, before it could be read"
+        return "not found: no such file or folder"
+    if isinstance(exc, PermissionError):
+        return f"permission denied{' listing the folder' if folder else ''}"
+    if exc.errno == errno.ELOOP:
+        return "symlink loop: the link points (indirectly) to itself"
+    return f"could not read: {exc.strerror or exc}"

@@ -1,0 +1,191 @@
+"""Merge per-chunk extractions into one entity per name and one relation per pair.
+
+An entity's or relation's stored state is a pure function of the extraction
+fragments of its source chunks. That is what makes delete, crash recovery and
+repair exact: recompute from the fragments that remain, and the result equals
+indexing those sources from scratch.
+
+Descriptions from different sources are kept as separate lines, so that
+"project A is delayed" and "project B started a supplier review" never blur
+into one claim. Only when the lines pass a token or count threshold does an LLM
+summarise them (map-reduce when they do not fit one call), with a prompt that
+forbids merging facts about different subjects.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragkit.ids import normalize_name
+from ragkit.pipeline.llm_cache import CachedLLM
+from ragkit.protocols import ChatRequest, Tokenizer
+from ragkit.schema import Entity, Relation
+
+SEPARATOR = "\n"
+
+
+class MergeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    summary_min_fragments: int = Field(default=8, ge=2)
+    """Summarise once an entity has this many distinct descriptions..."""
+    summary_min_tokens: int = Field(default=1200, ge=1)
+    """...or its joined descriptions are this long."""
+    summary_context_tokens: int = Field(default=12000, ge=500)
+    """Largest input of one summary call; longer inputs are map-reduced."""
+    summary_max_output_tokens: int = Field(default=500, ge=50)
+    language: str = "English"
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """One chunk's statement about an entity or relation."""
+
+    chunk_id: str
+    item: Entity | Relation
+
+
+def entity_key(name: str) -> str:
+    """The graph node id of an entity: its normalised name."""
+    return normalize_name(name)
+
+
+def relation_key(source: str, target: str) -> tuple[str, str]:
+    a, b = entity_key(source), entity_key(target)
+    return (a, b) if a <= b else (b, a)
+
+
+def _majority(values: Iterable[str]) -> str:
+    counts = Counter(v for v in values if v)
+    if not counts:
+        return ""
+    best = max(counts.values())
+    return min(v for v, c in counts.items() if c == best)
+
+
+def _distinct_lines(fragments: Sequence[Fragment]) -> list[str]:
+    seen: dict[str, None] = {}
+    for frag in sorted(fragments, key=lambda f: f.chunk_id):
+        for line in frag.item.description.splitlines():
+            text = " ".join(line.split())
+            if text:
+                seen.setdefault(text, None)
+    return list(seen)
+
+
+class Merger:
+    def __init__(self, llm: CachedLLM | None, tokenizer: Tokenizer, config: MergeConfig) -> None:
+        self.llm = llm
+        self.tokenizer = tokenizer
+        self.config = config
+
+    async def entity(self, key: str, fragments: Sequence[Fragment]) -> dict:
+        """Node properties for the entity ``key`` from all its fragments."""
+        names = [f.item.name.strip() for f in fragments]
+        name = _majority(names) or key
+        lines = _distinct_lines(fragments)
+        return {
+            "name": name,
+            "type": _majority(f.item.type.strip().lower() for f in fragments) or "entity",
+            "description": await self._describe(name, lines),
+            "source_ids": sorted({f.chunk_id for f in fragments}),
+        }
+
+    async def relation(self, key: tuple[str, str], fragments: Sequence[Fragment]) -> dict:
+        """Edge properties for the relation ``key`` from all its fragments."""
+        rels = [f.item for f in fragments]
+        assert all(isinstance(r, Relation) for r in rels)
+        keywords: dict[str, None] = {}
+        for frag in sorted(fragments, key=lambda f: f.chunk_id):
+            for kw in frag.item.keywords.split(","):  # type: ignore[union-attr]
+                if kw.strip():
+                    keywords.setdefault(kw.strip(), None)
+        source = _majority(r.source.strip() for r in rels if entity_key(r.source) == key[0]) or key[0]  # type: ignore[union-attr]
+        target = _majority(r.target.strip() for r in rels if entity_key(r.target) == key[1]) or key[1]  # type: ignore[union-attr]
+        lines = _distinct_lines(fragments)
+        return {
+            "source": source,
+            "target": target,
+            "keywords": ", ".join(keywords),
+            "description": await self._describe(f"{source} - {target}", lines),
+            "weight": float(sum(r.strength for r in rels)),  # type: ignore[union-attr]
+            "source_ids": sorted({f.chunk_id for f in fragments}),
+        }
+
+    async def _describe(self, subject: str, lines: list[str]) -> str:
+        joined = SEPARATOR.join(lines)
+        if self.llm is None or not self._needs_summary(lines, joined):
+            return joined
+        return await self._summarise(subject, lines)
+
+    def _needs_summary(self, lines: list[str], joined: str) -> bool:
+        return (
+            len(lines) >= self.config.summary_min_fragments
+            or self.tokenizer.count(joined) >= self.config.summary_min_tokens
+        )
+
+    async def _summarise(self, subject: str, lines: list[str]) -> str:
+        """Map-reduce: summarise groups that fit one call, then their summaries."""
+        limit = self.config.summary_context_tokens
+        while True:
+            groups = self._groups(lines, limit)
+            summaries = [await self._summary_call(subject, g) for g in groups]
+            if len(summaries) == 1:
+                return summaries[0]
+            if len(summaries) >= len(lines):  # no progress: a single line is too long
+                return SEPARATOR.join(summaries)
+            lines = summaries
+
+    def _groups(self, lines: list[str], limit: int) -> list[list[str]]:
+        groups: list[list[str]] = [[]]
+        used = 0
+        for line in lines:
+            n = self.tokenizer.count(line) + 1
+            if groups[-1] and used + n > limit:
+                groups.append([])
+                used = 0
+            groups[-1].append(line)
+            used += n
+        return groups
+
+    async def _summary_call(self, subject: str, lines: list[str]) -> str:
+        assert self.llm is not None
+        request = build_summary_request(
+            subject, lines, language=self.config.language,
+            max_tokens=self.config.summary_max_output_tokens,
+        )
+        text = (await self.llm.complete(request)).strip()
+        return text or SEPARATOR.join(lines)
+
+
+SUMMARY_SYSTEM = (
+    "You maintain a knowledge graph. You condense statements about one subject "
+    "without losing facts and without inventing any."
+)
+SUMMARY_PROMPT = """Write one description of "{subject}" in {language} that keeps every distinct fact below.
+Rules:
+- Keep facts about different projects, people or organisations as separate sentences; never merge two subjects' facts into one claim.
+- Keep names, numbers and dates exactly as written.
+- Use only the statements below.
+
+Statements:
+{statements}
+
+Description:"""
+
+
+def build_summary_request(
+    subject: str, lines: Sequence[str], *, language: str, max_tokens: int
+) -> ChatRequest:
+    statements = "\n".join(f"- {line}" for line in lines)
+    return ChatRequest(
+        prompt=SUMMARY_PROMPT.format(subject=subject, language=language, statements=statements),
+        system=SUMMARY_SYSTEM,
+        max_tokens=max_tokens,
+        temperature=0,
+        role="summary",
+    )

@@ -1,0 +1,94 @@
+"""The contract suite: one test class per protocol, built from small mixins
+(one per operation). It needs pytest, pytest-asyncio and hypothesis; importing
+``ragkit.testing`` alone does not import any of them.
+
+Using it for an adapter takes one class and one fixture::
+
+    import pytest
+    from ragkit.protocols import StoreConfig
+    from ragkit.testing.contracts import KVStoreContract
+
+    class TestMyKV(KVStoreContract):
+        @pytest.fixture
+        async def adapter(self, tmp_path):
+            async with MyKV(StoreConfig(namespace="contract", working_dir=tmp_path)) as store:
+                yield store          # fresh, empty and open
+                await store.drop()   # nothing may outlive the test
+
+Rules the classes enforce:
+
+- ``adapter`` yields a fresh, empty, opened instance (a model instance for the
+  model contracts) and drops/closes it afterwards. Stores are checked to be
+  empty before each test, and a fresh instance over the same config must be
+  empty after the fixture's teardown. Under pytest-asyncio's strict mode,
+  decorate the fixture with ``@pytest_asyncio.fixture``.
+- Tests of optional behaviour skip by themselves, with the message
+  ``adapter does not declare Capability.X``, when the adapter's class does not
+  declare the capability. Nothing else skips.
+- ``test_no_overrides_DO_NOT_OVERRIDE`` fails when a contract test is removed
+  or overridden without ``@pytest.mark.xfail(reason=...)``.
+- The differential state machines (one per store kind) run
+  ``RAGKIT_CONTRACT_EXAMPLES`` examples (default 25) of
+  ``RAGKIT_CONTRACT_STEPS`` steps (default 30); with ``CI`` set they are
+  derandomized (fixed seed, no example database).
+
+Running every contract against every installed adapter (``tests/contract`` in
+ragkit's repository) builds each adapter from its registered class. Embedded
+adapters need nothing; an adapter that needs options to run (a server URL,
+credentials from the environment) defines an optional classmethod::
+
+    class MyGraph(GraphStore):
+        @classmethod
+        def contract_options(cls, tmp_path: Path) -> dict:
+            url = os.environ.get("MYGRAPH_TEST_URL")
+            if not url:
+                pytest.skip("set MYGRAPH_TEST_URL to run the contract against a server")
+            return {"url": url}
+
+whose result becomes ``StoreConfig.options`` (or the model's options). A skip
+there means "backend unreachable"; adapters listed in
+``RAGKIT_CONTRACT_REQUIRE=kind:name,...`` fail instead of skipping.
+
+``python -m ragkit.testing.contracts`` prints how many tests each contract has.
+"""
+
+import pytest
+
+# Third parties get pytest's detailed assertion messages from the contract
+# modules too (they are not test files, so pytest would not rewrite them).
+pytest.register_assert_rewrite(
+    "ragkit.testing.contracts._base",
+    "ragkit.testing.contracts.doc_status",
+    "ragkit.testing.contracts.graph",
+    "ragkit.testing.contracts.kv",
+    "ragkit.testing.contracts.models",
+    "ragkit.testing.contracts.vector",
+)
+
+from ragkit.testing.contracts._base import (  # noqa: E402
+    CONTRACTS,
+    SKIP_PREFIX,
+    contract_test_names,
+    machine_budget,
+    needs,
+)
+from ragkit.testing.contracts.doc_status import DocStatusStoreContract  # noqa: E402
+from ragkit.testing.contracts.graph import GraphStoreContract  # noqa: E402
+from ragkit.testing.contracts.kv import KVStoreContract  # noqa: E402
+from ragkit.testing.contracts.models import EmbedderContract, LLMContract, RerankerContract  # noqa: E402
+from ragkit.testing.contracts.vector import VectorStoreContract  # noqa: E402
+
+__all__ = [
+    "CONTRACTS",
+    "DocStatusStoreContract",
+    "EmbedderContract",
+    "GraphStoreContract",
+    "KVStoreContract",
+    "LLMContract",
+    "RerankerContract",
+    "SKIP_PREFIX",
+    "VectorStoreContract",
+    "contract_test_names",
+    "machine_budget",
+    "needs",
+]

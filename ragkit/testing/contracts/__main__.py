@@ -1,0 +1,108 @@
+"""``python -m ragkit.testing.contracts``: how many tests each contract holds and
+the differential state machines' budget. Needs no adapter: it counts the test
+methods defined on the contract classes.
+
+    --json     machine-readable output
+    --list     also list every test method (capability-gated ones marked)
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import sys
+from typing import Any
+
+from ragkit.testing.contracts import CONTRACTS, contract_test_names, machine_budget
+from ragkit.testing.contracts._base import required_capability
+
+MACHINE_TEST = "test_differential_state_machine"
+
+
+def _cases(fn: Any) -> int:
+    """Test cases a method expands to under its ``parametrize`` marks."""
+    n = 1
+    for mark in getattr(fn, "pytestmark", []):
+        if mark.name == "parametrize":
+            values = mark.args[1] if len(mark.args) > 1 else mark.kwargs.get("argvalues", [])
+            n *= max(len(list(values)), 1)
+    return n
+
+
+def summary() -> dict[str, Any]:
+    contracts = []
+    for kind, cls in CONTRACTS.items():
+        tests = []
+        for name in contract_test_names(cls):
+            fn = inspect.getattr_static(cls, name)
+            cap = required_capability(cls, name)
+            tests.append({"name": name, "cases": _cases(fn), "capability": cap.name if cap else None})
+        contracts.append(
+            {
+                "contract": cls.__name__,
+                "kind": kind,
+                "protocol": cls.contract_protocol.__name__,
+                "tests": len(tests),
+                "cases": sum(t["cases"] for t in tests),
+                "capability_gated": sum(1 for t in tests if t["capability"]),
+                "state_machine": any(t["name"] == MACHINE_TEST for t in tests),
+                "test_list": tests,
+            }
+        )
+    budget = machine_budget()
+    return {
+        "contracts": contracts,
+        "total_tests": sum(c["tests"] for c in contracts),
+        "total_cases": sum(c["cases"] for c in contracts),
+        "state_machines": {
+            "kinds": [c["kind"] for c in contracts if c["state_machine"]],
+            "examples": budget["examples"],
+            "steps": budget["steps"],
+            "max_steps_per_run": budget["examples"] * budget["steps"],
+            "derandomize": budget["derandomize"],
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ragkit.testing.contracts", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--list", action="store_true", help="list every test method")
+    args = parser.parse_args(argv)
+    data = summary()
+    if args.json:
+        if not args.list:
+            for c in data["contracts"]:
+                c.pop("test_list")
+        print(json.dumps(data, indent=2))
+        return 0
+
+    width = max(len(c["contract"]) for c in data["contracts"])
+    print(f"{'contract':<{width}}  {'protocol':<14} {'tests':>5} {'cases':>5} {'gated':>5}")
+    for c in data["contracts"]:
+        print(
+            f"{c['contract']:<{width}}  {c['protocol']:<14} {c['tests']:>5} {c['cases']:>5} "
+            f"{c['capability_gated']:>5}"
+        )
+        if args.list:
+            for t in c["test_list"]:
+                extra = f"  [{t['cases']} cases]" if t["cases"] > 1 else ""
+                gate = f"  (needs Capability.{t['capability']})" if t["capability"] else ""
+                print(f"    {t['name']}{extra}{gate}")
+    print(f"{'total':<{width}}  {'':<14} {data['total_tests']:>5} {data['total_cases']:>5}")
+    print()
+    print("tests = test methods; cases = after parametrize; gated = skip unless the capability is declared")
+    sm = data["state_machines"]
+    seed = "derandomized (CI is set: fixed seed, no example database)" if sm["derandomize"] else "random (set CI=1 to derandomize)"
+    print()
+    print(f"differential state machines ({', '.join(sm['kinds'])}), per adapter:")
+    print(f"  examples  {sm['examples']:>5}   RAGKIT_CONTRACT_EXAMPLES")
+    print(f"  steps     {sm['steps']:>5}   RAGKIT_CONTRACT_STEPS (per example)")
+    print(f"  at most   {sm['max_steps_per_run']:>5}   steps per run")
+    print(f"  seed      {seed}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

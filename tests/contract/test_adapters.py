@@ -1,0 +1,153 @@
+"""Every contract against every adapter registered in this environment.
+
+One test class per (kind, adapter name) is generated from ``get_registry()``
+(``TestKV_sqlite``, ``TestVector_numpy``, ...): installing a plugin makes this
+module test its adapters with no new test file. Selection and the
+RAGKIT_CONTRACT_REQUIRE check are described in ``conftest.py``.
+
+Stores get ``StoreConfig(namespace="contract", workspace=<unique>,
+working_dir=tmp_path, options=contract_options(tmp_path), dimension=16 for
+vectors)``; models get ``cls(contract_options(tmp_path))``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import uuid
+
+import pytest
+import pytest_asyncio
+
+from ragkit.plugins import create_model, create_store, get_registry
+from ragkit.plugins.registry import STORE_KINDS, AdapterInfo
+from ragkit.protocols import StoreConfig
+from ragkit.testing.contracts import CONTRACTS
+
+VECTOR_DIMENSION = 16
+PREFIX = {
+    "kv": "KV",
+    "vector": "Vector",
+    "graph": "Graph",
+    "doc_status": "DocStatus",
+    "llm": "LLM",
+    "embedder": "Embedder",
+    "reranker": "Reranker",
+}
+
+
+def class_name(kind: str, name: str) -> str:
+    return f"Test{PREFIX[kind]}_{re.sub(r'[^0-9A-Za-z_]', '_', name)}"
+
+
+def _store_fixture(info: AdapterInfo):
+    @pytest_asyncio.fixture
+    async def adapter(self, tmp_path, ragkit_adapter_options):
+        config = StoreConfig(
+            namespace="contract",
+            workspace=f"c{uuid.uuid4().hex[:12]}",
+            working_dir=tmp_path,
+            options=ragkit_adapter_options(info),
+            dimension=VECTOR_DIMENSION if info.kind == "vector" else None,
+        )
+        store = create_store(info.kind, info.cls, config)
+        await store.open()
+        try:
+            yield store
+        finally:
+            if not store.is_open:
+                await store.open()
+            try:
+                await store.drop()
+            finally:
+                await store.close()
+
+    return adapter
+
+
+def _model_fixture(info: AdapterInfo):
+    @pytest_asyncio.fixture
+    async def adapter(self, ragkit_adapter_options):
+        model = create_model(info.kind, info.cls, ragkit_adapter_options(info))
+        yield model
+        close = getattr(model, "aclose", None)
+        if callable(close):
+            result = close()
+            if inspect.isawaitable(result):
+                await result
+
+    return adapter
+
+
+def _generate() -> dict[str, type]:
+    classes: dict[str, type] = {}
+    registry = get_registry()
+    for kind, contract_cls in CONTRACTS.items():
+        for info in registry.adapters(kind):
+            name = class_name(kind, info.name)
+            fixture = _store_fixture(info) if kind in STORE_KINDS else _model_fixture(info)
+            classes[name] = type(
+                name,
+                (contract_cls,),
+                {
+                    "__module__": __name__,
+                    "__doc__": f"{contract_cls.__name__} against {kind} adapter {info.name!r} ({info.source}).",
+                    "adapter": fixture,
+                    "ragkit_adapter_key": f"{kind}:{info.name}",
+                    "ragkit_adapter_info": info,
+                },
+            )
+    return classes
+
+
+globals().update(_generate())
+
+
+def test_required_adapters_are_installed():
+    """Every adapter in RAGKIT_CONTRACT_REQUIRE (``kind:name,...``) is registered
+    in this environment, so its contract classes above ran. CI sets it so that
+    a plugin failing to install or load is a failure, not a silently shorter run.
+    """
+    raw = os.environ.get("RAGKIT_CONTRACT_REQUIRE", "")
+    required = sorted({p.strip() for p in raw.split(",") if p.strip()})
+    registry = get_registry()
+    problems = []
+    for key in required:
+        kind, _, name = key.partition(":")
+        if kind not in CONTRACTS or not name:
+            problems.append(f"{key!r}: use kind:name with kind in {', '.join(CONTRACTS)}")
+        elif name not in registry.names(kind):
+            problems.append(f"{key}: not registered (installed {kind} adapters: {registry.names(kind)})")
+    if problems:
+        failed = [f"{p.name}: {p.error}" for p in registry.plugins if p.error]
+        pytest.fail(
+            "RAGKIT_CONTRACT_REQUIRE names adapters that are not available:\n  "
+            + "\n  ".join(problems)
+            + (f"\nplugins that failed to load:\n  " + "\n  ".join(failed) if failed else "")
+        )
+
+
+def test_selected_adapters_exist(pytestconfig):
+    """Every entry of --ragkit-adapters / RAGKIT_CONTRACT_ADAPTERS names an
+    installed adapter (or a kind): a typo must not silently run nothing."""
+    raw = pytestconfig.getoption("ragkit_adapters", default=None) or os.environ.get(
+        "RAGKIT_CONTRACT_ADAPTERS", ""
+    )
+    registry = get_registry()
+    unknown = []
+    for key in sorted({p.strip() for p in raw.split(",") if p.strip()}):
+        kind, _, name = key.partition(":")
+        if kind not in CONTRACTS or (name and name not in registry.names(kind)):
+            unknown.append(key)
+    assert not unknown, f"--ragkit-adapters/RAGKIT_CONTRACT_ADAPTERS name unknown adapters: {unknown}"
+
+
+def test_every_registered_adapter_has_a_contract_class():
+    """Each adapter of a kind with a contract got its generated class here."""
+    registry = get_registry()
+    expected = {class_name(k, i.name) for k in CONTRACTS for i in registry.adapters(k)}
+    generated = {n for n, v in globals().items() if isinstance(v, type) and hasattr(v, "ragkit_adapter_key")}
+    assert expected == generated
+    assert {"TestKV_sqlite", "TestVector_numpy", "TestGraph_networkx", "TestDocStatus_sqlite",
+            "TestLLM_scripted", "TestEmbedder_hash", "TestReranker_overlap"} <= generated

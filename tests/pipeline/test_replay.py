@@ -1,0 +1,211 @@
+"""The replay LLM answers extraction prompts with the canonical rendering of the
+recorded MuSiQue extractions (../shared/data/musique/README.md).
+
+Skipped when the data set is missing; set RAGKIT_MUSIQUE_DIR to run. If a count
+below fails, the recording changed or a rendering or parsing rule did: the
+module docstrings of ``ragkit.testing.replay`` and ``ragkit.pipeline.parse``
+state the rules, and the expected values here are derived from the README.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from ragkit.errors import ConfigError
+from ragkit.ids import normalize_name
+from ragkit.pipeline.parse import parse_extraction
+from ragkit.pipeline.prompts import COMPLETE_MARKER, build_extraction_request, build_gleaning_request
+from ragkit.protocols.models import LLM, ChatRequest
+from ragkit.schema import Entity, Relation
+from ragkit.testing.replay import OPENIE_FILE, ReplayLLM, load_musique, musique_dir
+
+try:
+    DATA = musique_dir()
+except ConfigError as exc:
+    pytest.skip(str(exc), allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return load_musique(DATA)[1]
+
+
+@pytest.fixture
+def llm():
+    return ReplayLLM()
+
+
+def expected(doc) -> tuple[list[Entity], list[Relation]]:
+    """The README's rendering, then the parser's rules: exact duplicate rows kept
+    once, self-loops dropped."""
+    triples = [t for t in doc["extracted_triples"] if len(t) == 3]
+    names: list[str] = []
+    for name in [*doc["extracted_entities"], *(x for s, _, o in triples for x in (s, o))]:
+        if name not in names:
+            names.append(name)
+    entities = [
+        Entity(
+            name=name,
+            type="entity",
+            description=" ".join(f"{s} {r} {o}." for s, r, o in triples if name in (s, o))
+            or f"{name} is mentioned in the passage about {doc['title']}.",
+        )
+        for name in names
+    ]
+    relations: list[Relation] = []
+    for s, r, o in triples:
+        rel = Relation(source=s, target=o, keywords=r, description=f"{s} {r} {o}.", strength=1.0)
+        if rel not in relations and normalize_name(s) != normalize_name(o):
+            relations.append(rel)
+    return entities, relations
+
+
+async def extract(llm: ReplayLLM, chunk: str) -> str:
+    return (await llm.complete(build_extraction_request(chunk))).text
+
+
+def test_is_an_llm(llm):
+    assert isinstance(llm, LLM)
+    assert llm.model_id.startswith("replay:") and ReplayLLM.name == "replay"
+    assert ReplayLLM().model_id == llm.model_id
+
+
+def test_data_set_counts(docs):
+    corpus, openie, questions = load_musique(DATA)
+    assert (len(corpus), len(openie), len(questions)) == (1890, 1890, 50)
+    triples = [t for d in docs for t in d["extracted_triples"]]
+    well_formed = [t for t in triples if len(t) == 3]
+    assert (len(triples), len(well_formed)) == (17_419, 17_234)
+
+
+async def test_golden_answer_for_one_passage(llm, docs):
+    text = await extract(llm, docs[0]["passage"])
+    lines = text.splitlines()
+    title = "Journal of Mathematical Physics"
+    assert lines[0] == f"entity<|#|>1963<|#|>entity<|#|>1963 is mentioned in the passage about {title}."
+    assert lines[2] == (
+        "entity<|#|>American Institute of Physics<|#|>entity<|#|>"
+        "Journal of Mathematical Physics published by American Institute of Physics."
+    )
+    assert lines[9] == (
+        "relation<|#|>Journal of Mathematical Physics<|#|>American Institute of Physics<|#|>published by<|#|>"
+        "Journal of Mathematical Physics published by American Institute of Physics.<|#|>1.0"
+    )
+    assert lines[-1] == COMPLETE_MARKER
+    # 7 recorded entities plus the 2 objects that are not among them; 6 triples.
+    assert len(lines) == 9 + 6 + 1
+
+
+async def test_every_passage_replays_its_canonical_rendering(llm, docs):
+    totals = {"relations": 0, "entities": 0, "dropped": 0}
+    for doc in docs:
+        text = await extract(llm, doc["passage"])
+        result = parse_extraction(text)
+        assert result.complete and result.entities, doc["title"]
+        assert (result.entities, result.relations) == expected(doc), doc["title"]
+        totals["relations"] += len(result.relations)
+        totals["entities"] += len(result.entities)
+        totals["dropped"] += result.dropped
+    assert llm.calls == len(docs) == 1890 and llm.unknown_prompts == 0
+    # 17,234 well-formed triples, less 30 exact repeats within a passage and 20
+    # self-loops (subject == object) that the parser drops.
+    assert totals == {"relations": 17_184, "entities": 25_559, "dropped": 20}
+
+
+async def test_whitespace_changes_still_find_the_passage(llm, docs):
+    doc = docs[5]
+    variant = "  " + doc["passage"].replace("\n", "\n\n").replace(" ", "  ") + "\n"
+    assert await extract(llm, variant) == await extract(llm, doc["passage"])
+
+
+async def test_fragment_gets_what_occurs_in_it(llm, docs):
+    passage = docs[0]["passage"]
+    cut = passage.index(" The journal was first")
+    first = parse_extraction(await extract(llm, passage[:cut]))
+    assert [r.keywords for r in first.relations] == ["published by"]
+    assert [e.name for e in first.entities] == ["American Institute of Physics", "Journal of Mathematical Physics"]
+    assert first.entities[1].description == (
+        "Journal of Mathematical Physics published by American Institute of Physics."
+    )
+    second = parse_extraction(await extract(llm, passage[cut:]))
+    # The journal's full name is not in this half, so its triples go; "1.355 in
+    # 2018" paraphrases the text, so it goes too.
+    assert [(r.source, r.target) for r in second.relations] == [("Jan Philip Solovej", "University of Copenhagen")]
+    assert {e.name for e in second.entities} == {
+        "1963", "2018 Impact Factor", "Jan Philip Solovej", "January 1960", "University of Copenhagen",
+        "monthly publication in 1963",
+    }
+    assert llm.unknown_prompts == 0
+
+
+async def test_fragments_never_invent(llm, docs):
+    for doc in docs[::97]:
+        passage = doc["passage"]
+        middle = passage.find(" ", len(passage) // 2)
+        whole = parse_extraction(await extract(llm, passage))
+        for half in (passage[:middle], passage[middle:]):
+            result = parse_extraction(await extract(llm, half))
+            folded = " ".join(half.split()).casefold()
+            for rel in result.relations:
+                assert rel in whole.relations
+                assert rel.source.casefold() in folded and rel.target.casefold() in folded
+            assert {e.name for e in result.entities} <= {e.name for e in whole.entities}
+    assert llm.unknown_prompts == 0
+
+
+async def test_gleaning_gets_nothing_more(llm, docs):
+    first = build_extraction_request(docs[0]["passage"])
+    answer = await extract(llm, docs[0]["passage"])
+    completion = await llm.complete(build_gleaning_request(first, answer))
+    assert completion.text == COMPLETE_MARKER
+    assert (llm.calls, llm.gleanings, llm.unknown_prompts) == (2, 1, 0)
+
+
+async def test_unknown_prompts_are_counted(llm):
+    assert (await llm.complete(ChatRequest(prompt="What is the capital of France?"))).text == COMPLETE_MARKER
+    assert await extract(llm, "a chunk that no recorded passage contains, zq9") == COMPLETE_MARKER
+    assert await extract(llm, "   ") == COMPLETE_MARKER
+    assert (llm.calls, llm.unknown_prompts) == (3, 3)
+
+
+async def test_stream_concatenates_to_complete(docs):
+    llm = ReplayLLM({"chunk_size": 5})
+    request = build_extraction_request(docs[3]["passage"])
+    pieces = [piece async for piece in llm.stream(request)]
+    assert len(pieces) > 1 and "".join(pieces) == (await llm.complete(request)).text
+
+
+async def test_latency_and_jitter_are_deterministic(docs):
+    llm = ReplayLLM({"latency": 0.02, "jitter": 0.02})
+    request = build_extraction_request(docs[0]["passage"])
+    start = time.perf_counter()
+    await asyncio.gather(*(llm.complete(request) for _ in range(5)))
+    assert 0.02 <= time.perf_counter() - start < 1.0
+
+
+def test_path_option_takes_the_file_or_its_folder():
+    assert ReplayLLM({"path": str(DATA)}).model_id == ReplayLLM({"path": str(DATA / OPENIE_FILE)}).model_id
+    with pytest.raises(ConfigError, match="RAGKIT_MUSIQUE_DIR"):
+        ReplayLLM({"path": "/nonexistent/openie.json"})
+    with pytest.raises(ConfigError):
+        ReplayLLM({"latency": -1})
+
+
+def test_musique_dir_honours_the_environment(monkeypatch, tmp_path: Path):
+    monkeypatch.setenv("RAGKIT_MUSIQUE_DIR", str(DATA))
+    assert musique_dir() == DATA
+    monkeypatch.setenv("RAGKIT_MUSIQUE_DIR", str(tmp_path))
+    with pytest.raises(ConfigError, match="RAGKIT_MUSIQUE_DIR"):
+        musique_dir()
+    with pytest.raises(ConfigError, match="RAGKIT_MUSIQUE_DIR"):
+        load_musique(tmp_path)
+
+
+def test_musique_dir_is_found_from_elsewhere(monkeypatch, tmp_path: Path):
+    monkeypatch.delenv("RAGKIT_MUSIQUE_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert (musique_dir() / OPENIE_FILE).is_file()
