@@ -61,8 +61,10 @@ class GraphUpdater:
     async def apply(self, changes: Changes) -> tuple[int, int]:
         """Returns (entities written or deleted, relations written or deleted)."""
         self._extractions = {}
-        ents = await self._update_entities(changes)
+        # Relations first: deleting a node also deletes its edges, which would
+        # hide them from the relation pass and leave their vectors behind.
         rels = await self._update_relations(changes)
+        ents = await self._update_entities(changes)
         return ents, rels
 
     async def _fragments(self, chunk_ids: Iterable[str]) -> list[ChunkExtraction]:

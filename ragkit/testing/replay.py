@@ -227,6 +227,7 @@ class ReplayLLM(ModelAdapter):
         self.calls = 0
         self.gleanings = 0
         self.unknown_prompts = 0
+        self.summaries = 0
 
     def answer(self, request: ChatRequest) -> str:
         self.calls += 1
@@ -239,6 +240,14 @@ class ReplayLLM(ModelAdapter):
         elif is_gleaning_request(request):
             self.gleanings += 1
             return COMPLETE_MARKER
+        elif request.role == "summary":
+            # Nothing was recorded for summaries: answer extractively (the
+            # statements themselves), which is deterministic and invents nothing.
+            self.summaries += 1
+            statements = request.prompt.partition("Statements:")[2].partition("Description:")[0]
+            return " ".join(
+                line[2:].strip() for line in statements.splitlines() if line.startswith("- ")
+            )
         self.unknown_prompts += 1
         return COMPLETE_MARKER
 
