@@ -62,6 +62,10 @@ class ModelError(RagkitError):
     """An LLM, embedder or reranker call failed."""
 
 
+class ExtractionError(ModelError):
+    """The model's extraction answer had nothing readable in it."""
+
+
 def describe_validation_error(exc: Exception) -> str:
     """A pydantic ValidationError as 'field: problem' lines, *without* the input
     values, which may be secrets (an API key in the wrong field)."""

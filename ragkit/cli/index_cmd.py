@@ -44,7 +44,7 @@ async def _index(args: argparse.Namespace) -> dict:
     rag = RAG(settings)
     from ragkit.pipeline.load import load_documents
 
-    loaded = load_documents(args.paths)
+    loaded = load_documents(args.paths, strings_are="paths")
     progress = ProgressLine(len(loaded.documents), lambda: rag._cached_llm.stats if rag._cached_llm else None)
     rag.progress = progress
     async with rag:
@@ -69,7 +69,61 @@ async def _index(args: argparse.Namespace) -> dict:
     }
 
 
+EMBEDDED = {"kv": "sqlite", "vector": "numpy", "graph": "networkx", "doc_status": "sqlite"}
+
+
+async def _dry_run(args: argparse.Namespace) -> dict:
+    """Builds every prompt; opens the stores only to skip what is done or cached."""
+    from ragkit.pipeline.dry_run import dry_run
+    from ragkit.pipeline.load import load_documents
+
+    settings = load_settings(args.config).settings
+    loaded = load_documents(args.paths, strings_are="paths")
+    rag = RAG(settings)
+    model_id = rag.llm.llm.model_id if settings.llm is not None else None
+    embedded = all(getattr(settings, kind).name == name for kind, name in EMBEDDED.items())
+    nothing_stored = embedded and not settings.working_dir.exists()
+    if nothing_stored:
+        report = await dry_run(loaded.documents, rag.tokenizer, rag.index_config, model_id=model_id)
+    else:
+        async with rag:
+            report = await dry_run(
+                loaded.documents, rag.tokenizer, rag.index_config, stores=rag.stores, model_id=model_id
+            )
+    result = report.model_dump(exclude={"per_document"})
+    result["files"] = [_file_row(item) for item in loaded.items if _outcome(item) != "loaded"]
+    result["llm"] = settings.llm.name if settings.llm else None
+    return result
+
+
+def _print_dry_run(result: dict) -> None:
+    for item in result["files"]:
+        print(f"{item['path']}: {item['outcome']}: {item['message']}")
+    print(
+        f"dry run: {result['documents']} documents to index ({result['skipped_unchanged']} unchanged), "
+        f"{result['chunks']} chunks\n"
+        f"  extraction calls: {result['llm_calls']} ({result['cached_calls']} more answered by the cache)\n"
+        f"  input tokens:     {result['input_tokens']} (exact)\n"
+        f"  output tokens:    ~{result['output_tokens_estimate']} (estimate, "
+        f"{result['output_ratio']:.2f} per chunk token, {result['output_ratio_source']})"
+    )
+    if result["gleaning_calls"]:
+        print(
+            f"  gleaning calls:   {result['gleaning_calls']}, ~{result['gleaning_input_tokens_estimate']} "
+            "input tokens (estimate: their prompts include the first answer)"
+        )
+    print("  summary calls depend on what extraction finds and are not included; no LLM was called.")
+
+
+def _file_row(item) -> dict:
+    return {"path": str(_field(item, "path")), "outcome": _outcome(item), "message": _field(item, "message")}
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        result = asyncio.run(_dry_run(args))
+        print_json(result) if args.json else _print_dry_run(result)
+        return 0
     result = asyncio.run(_index(args))
     if args.json:
         print_json(result)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.errors import ExtractionError
 from ragkit.pipeline.llm_cache import CachedLLM
 from ragkit.pipeline.merge import entity_key
 from ragkit.pipeline.parse import parse_extraction
@@ -44,11 +45,24 @@ async def extract_chunk(chunk: Chunk, llm: CachedLLM, config: ExtractConfig) -> 
     request = build_extraction_request(chunk.content, **kwargs)
     answer = await llm.complete(request)
     parsed = [parse_extraction(answer)]
+    if _unreadable(parsed[0]):
+        await llm.forget(request)
+        detail = parsed[0].warnings[0] if parsed[0].warnings else "empty answer"
+        raise ExtractionError(
+            f"chunk {chunk.id}: the model's answer has no readable extraction ({detail}); "
+            "it was not cached, so the document is retried on the next run"
+        )
     for _ in range(config.gleaning):
         request = build_gleaning_request(request, answer)
         answer = await llm.complete(request)
         parsed.append(parse_extraction(answer))
     return _combine(chunk.id, parsed)
+
+
+def _unreadable(parsed) -> bool:
+    """Nothing usable and no end marker: garbage, a cut-off or an empty answer.
+    A bare <|COMPLETE|> is a valid "nothing here" and is not an error."""
+    return not parsed.entities and not parsed.relations and not parsed.complete
 
 
 def _combine(chunk_id: str, parsed: list) -> ChunkExtraction:

@@ -89,7 +89,7 @@ class Indexer:
     async def insert(self, documents: Sequence[Document]) -> IndexReport:
         started = time.perf_counter()
         report = IndexReport()
-        report.recovered = await self.recover()
+        report.recovered = await self.recover(report)
         todo = await self._admit(documents, report)
         await self._run(todo, report)
         report.seconds = time.perf_counter() - started
@@ -202,10 +202,11 @@ class Indexer:
 
     # -- recovery and delete ---------------------------------------------------
 
-    async def recover(self) -> list[str]:
-        """Finish interrupted deletes; undo and requeue interrupted inserts."""
+    async def recover(self, report: IndexReport | None = None) -> list[str]:
+        """Finish interrupted deletes; undo and requeue interrupted inserts, and
+        retry failed documents (answers already cached cost no new calls)."""
         interrupted: list[DocStatusRecord] = []
-        for status in (DocStatus.PROCESSING, DocStatus.PENDING):
+        for status in (DocStatus.PROCESSING, DocStatus.PENDING, DocStatus.FAILED):
             cursor = None
             while True:
                 page = await self.stores.doc_status.list_page(status, 500, cursor)
@@ -229,8 +230,7 @@ class Indexer:
         await self.stores.doc_status.upsert(
             r.model_copy(update={"status": DocStatus.PENDING, "updated_at": utcnow()}) for r in redo
         )
-        report = IndexReport()
-        await self._run(requeue, report)
+        await self._run(requeue, report or IndexReport())
         return deleting + [r.id for r in redo]
 
     async def delete(self, doc_ids: Sequence[str], *, keep_paths: bool = False) -> list[str]:

@@ -54,3 +54,8 @@ class CachedLLM:
                 {key: {"text": completion.text, "model_id": self.llm.model_id, "role": request.role}}
             )
         return completion.text
+
+    async def forget(self, request: ChatRequest) -> None:
+        """Drop a cached answer that turned out unusable, so a retry asks again."""
+        if self.cache is not None:
+            await self.cache.delete([request.cache_key(self.llm.model_id)])

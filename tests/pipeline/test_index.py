@@ -11,6 +11,7 @@ from ragkit.schema import Document
 from ragkit.settings import Settings
 from ragkit.testing import HashEmbedder
 from ragkit.testing.replay import ReplayLLM, load_musique
+from ragkit.testing.snapshot import store_snapshot
 
 N_DOCS = 40
 
@@ -33,17 +34,7 @@ def make_rag(tmp_path, workspace: str = "default") -> tuple[RAG, ReplayLLM]:
 
 
 async def snapshot(rag: RAG) -> dict:
-    """Everything that must be equal between two ways of reaching one state."""
-    s = rag.stores
-    return {
-        "nodes": {n.id: n.properties async for n in s.graph.nodes()},
-        "edges": {e.key: e.properties async for e in s.graph.edges()},
-        "chunks": sorted([k async for k in s.chunks.keys()]),
-        "chunk_vectors": sorted([k async for k in s.chunk_vectors.ids()]),
-        "entity_vectors": sorted([k async for k in s.entity_vectors.ids()]),
-        "relation_vectors": sorted([k async for k in s.relation_vectors.ids()]),
-        "extractions": sorted([k async for k in s.extractions.keys()]),
-    }
+    return await store_snapshot(rag.stores)
 
 
 async def test_insert_builds_graph_with_sources_and_passes_check(tmp_path, passages):
@@ -110,3 +101,70 @@ async def test_check_catches_a_corrupted_store_and_repairs_it(tmp_path, passages
         # The document was queued again; the next insert redoes it from the cache.
         await rag.indexer().insert([])
         assert (await check(rag.stores)).problems == []
+
+
+@pytest.fixture(scope="module")
+def eu_cluster() -> list[Document]:
+    """14 passages, 12 of which mention the European Union: many shared entities."""
+    corpus = load_musique()[0]
+    return [Document.from_text(p["title"] + "\n" + p["text"]) for p in corpus[176:190]]
+
+
+def record_node_writes(rag: RAG) -> list[str]:
+    """Keys of every node written, observed on the real graph store."""
+    written: list[str] = []
+    upsert = rag.stores.graph.upsert_nodes
+
+    async def spy(nodes):
+        nodes = dict(nodes)
+        written.extend(nodes)
+        return await upsert(nodes)
+
+    rag.stores.graph.upsert_nodes = spy  # type: ignore[method-assign]
+    return written
+
+
+@pytest.mark.parametrize("one_call", [True, False], ids=["batch", "one-by-one"])
+async def test_batch_delete_rebuilds_each_shared_entity_once(tmp_path, eu_cluster, one_call):
+    removed = [d.id for d in eu_cluster[1:11:2]]
+    rag, llm = make_rag(tmp_path / "a")
+    rag.index_config.merge.summary_min_fragments = 2  # every shared entity gets an LLM summary
+    async with rag:
+        await rag.indexer().insert(eu_cluster)
+        assert (await rag.stores.graph.get_node("european union"))["source_ids"]
+        written = record_node_writes(rag)
+        calls = llm.calls
+        if one_call:
+            await rag.indexer().delete(removed)
+        else:
+            for doc_id in removed:
+                await rag.indexer().delete([doc_id])
+        rebuilds = written.count("european union")
+        after = await snapshot(rag)
+        assert (await check(rag.stores)).problems == []
+    if one_call:
+        assert rebuilds == 1
+        assert len(written) == len(set(written)), "an entity was rebuilt more than once"
+        # Summaries of the final state only (the replay answers summaries too).
+        assert llm.calls - calls <= len(set(written))
+    else:
+        assert rebuilds > 1  # what batching saves: one rebuild per document that mentions it
+    fresh, _ = make_rag(tmp_path / "b")
+    fresh.index_config.merge.summary_min_fragments = 2
+    async with fresh:
+        await fresh.indexer().insert([d for d in eu_cluster if d.id not in removed])
+        assert await snapshot(fresh) == after
+
+
+@pytest.mark.parametrize("victim", range(12))
+async def test_deleting_any_document_equals_fresh_index_of_the_others(tmp_path, eu_cluster, victim):
+    docs = eu_cluster[:12]
+    rag, _ = make_rag(tmp_path / "a")
+    async with rag:
+        await rag.indexer().insert(docs)
+        await rag.indexer().delete([docs[victim].id])
+        after = await snapshot(rag)
+    fresh, _ = make_rag(tmp_path / "b")
+    async with fresh:
+        await fresh.indexer().insert([d for i, d in enumerate(docs) if i != victim])
+        assert await snapshot(fresh) == after
