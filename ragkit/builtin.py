@@ -32,6 +32,14 @@ def register_graph_stores(register):
 
 
 @hookimpl
+def register_chunkers(register):
+    from ragkit.pipeline.chunk import MarkdownChunker, TokenChunker
+
+    register(TokenChunker, "token")
+    register(MarkdownChunker, "markdown")
+
+
+@hookimpl
 def register_tokenizers(register):
     from ragkit.tokenizer import TiktokenTokenizer
 

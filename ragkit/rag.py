@@ -40,7 +40,7 @@ class RAG:
         self.embedder: Embedder = _model("embedder", embedder, self.settings)
         self.tokenizer: Tokenizer = tokenizer or build_model(self.settings, "tokenizer")
         self._llm = llm
-        self.index_config = index or IndexConfig()
+        self.index_config = index or self.settings.index
         self.progress = progress
         self.stores = Stores.from_settings(self.settings, self.embedder.dimension)
         self._opened = False

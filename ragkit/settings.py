@@ -15,8 +15,10 @@ File (``./ragkit.toml``, or ``RAGKIT_CONFIG`` / ``--config``)::
 
 Environment: ``RAGKIT_WORKSPACE``, ``RAGKIT_WORKING_DIR``, ``RAGKIT_<SECTION>``
 for a backend's name (``RAGKIT_GRAPH=neo4j``) and ``RAGKIT_<SECTION>__<OPTION>``
-for one option (``RAGKIT_LLM__API_KEY=...``). Option values that parse as JSON
-(numbers, booleans, lists) are taken as such, anything else as a string.
+for one option (``RAGKIT_LLM__API_KEY=...``); ``RAGKIT_INDEX__CHUNK_SIZE=800`` and
+``RAGKIT_INDEX__EXTRACT__GLEANING=1`` for the ``[index]`` section. Values that
+parse as JSON (numbers, booleans, lists) are taken as such, anything else as a
+string.
 """
 
 from __future__ import annotations
@@ -32,10 +34,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ragkit.errors import ConfigError, describe_validation_error
+from ragkit.pipeline.config import IndexConfig
 
 SECTIONS = ("kv", "vector", "graph", "doc_status", "llm", "embedder", "reranker", "tokenizer")
+PIPELINE_SECTIONS = ("index",)
+"""Typed sections of plain values; in the environment ``__`` separates nesting levels."""
 DEFAULT_FILE = "ragkit.toml"
-_SECRET = re.compile(r"key|token|password|passwd|secret|credential|auth", re.I)
+_SECRET_WORDS = ("key", "token", "password", "passwd", "secret", "credential", "credentials", "auth")
+_SECRET_SUFFIXES = ("key", "token", "password", "secret")  # apikey, accesstoken
 _URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
 
 
@@ -65,6 +71,7 @@ class Settings(BaseModel):
     embedder: BackendSettings = _backend("hash")
     reranker: BackendSettings | None = None
     tokenizer: BackendSettings = _backend("tiktoken")
+    index: IndexConfig = Field(default_factory=IndexConfig)
 
     @field_validator("workspace")
     @classmethod
@@ -147,6 +154,12 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
         section, _, option = rest.partition("__")
         if section in ("workspace", "working_dir") and not option:
             out[section] = value
+        elif section in PIPELINE_SECTIONS and option:
+            *path, last = option.split("__")
+            block = out.setdefault(section, {})
+            for part in path:
+                block = block.setdefault(part, {})
+            block[last] = _env_value(value)
         elif section in SECTIONS:
             block = out.setdefault(section, {})
             if option:
@@ -166,6 +179,8 @@ def _env_value(value: str) -> Any:
 
 def _env_name(dotted: str) -> str:
     parts = dotted.split(".")
+    if parts[0] in PIPELINE_SECTIONS:
+        return "RAGKIT_" + "__".join(p.upper() for p in parts)
     if len(parts) == 1:
         return f"RAGKIT_{parts[0].upper()}"
     if parts[1] == "name":
@@ -196,7 +211,10 @@ def _leaves(data: Any, prefix: str = "") -> list[str]:
 
 
 def is_secret(name: str) -> bool:
-    return bool(_SECRET.search(name))
+    """By the words of the name: ``api_key``, ``auth_token``, ``apikey`` are;
+    ``max_tokens`` and ``summary_min_tokens`` (counts, not tokens) are not."""
+    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
+    return any(w in _SECRET_WORDS or w.startswith("auth") or w.endswith(_SECRET_SUFFIXES) for w in words)
 
 
 def mask_secrets(data: Any, name: str = "") -> Any:

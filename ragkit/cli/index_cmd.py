@@ -18,6 +18,7 @@ class ProgressLine:
     def __init__(self, total: int, llm_stats) -> None:
         self.total = total
         self.done = 0
+        self.chunks = 0
         self.started = time.perf_counter()
         self.stats = llm_stats
         self.enabled = sys.stderr.isatty()
@@ -25,6 +26,8 @@ class ProgressLine:
     def __call__(self, event: str, n: int) -> None:
         if event == "documents_committed":
             self.done += n
+        elif event == "chunks_extracted":
+            self.chunks += n
         if not self.enabled:
             return
         elapsed = time.perf_counter() - self.started
@@ -33,7 +36,7 @@ class ProgressLine:
         calls = sum(stats.calls.values()) if stats else 0
         tokens = sum(stats.input_tokens.values()) + sum(stats.output_tokens.values()) if stats else 0
         sys.stderr.write(
-            f"\r{self.done}/{self.total} documents  {calls} LLM calls  {tokens} tokens  "
+            f"\r{self.done}/{self.total} documents  {self.chunks} chunks  {calls} LLM calls  {tokens} tokens  "
             f"{elapsed:.0f}s elapsed  ETA {eta:.0f}s   "
         )
         sys.stderr.flush()

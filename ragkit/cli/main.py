@@ -35,8 +35,14 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(run="ragkit.cli.doctor_cmd")
     p = sub.add_parser("index", help="index files, folders or text")
     p.add_argument("paths", nargs="+", help="files or folders")
+    p.add_argument("--dry-run", action="store_true", help="build every prompt and report the cost; call no LLM, write nothing")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run="ragkit.cli.index_cmd")
+
+    p = sub.add_parser("export", help="export the graph and its sources (JSON, GraphML, CSV)")
+    p.add_argument("output", help="file (json, graphml) or folder (csv) to write")
+    p.add_argument("--format", choices=["json", "graphml", "csv"], help="default: from the output's suffix")
+    p.set_defaults(run="ragkit.cli.export_cmd")
 
     p = sub.add_parser("status", help="documents by status, graph size")
     p.add_argument("--json", action="store_true")

@@ -355,12 +355,9 @@ class MarkdownChunker:
 
 # --- registry --------------------------------------------------------------------------
 
-CHUNKERS: dict[str, type] = {"token": TokenChunker, "markdown": MarkdownChunker}
-
-
 def get_chunker(name: str, tokenizer: Tokenizer, size: int = 1200, overlap: int = 100) -> Chunker:
-    try:
-        cls = CHUNKERS[name]
-    except KeyError:
-        raise ConfigError(f"unknown chunker {name!r}; known chunkers: {', '.join(sorted(CHUNKERS))}") from None
-    return cls(tokenizer, size, overlap)
+    """A chunker registered under ``name`` by any plugin (built-ins: ``token``,
+    ``markdown``), or given as ``package.module:Class``."""
+    from ragkit.plugins import get_registry
+
+    return get_registry().get("chunker", name)(tokenizer, size, overlap)

@@ -16,30 +16,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from ragkit.pipeline.chunk import get_chunker
-from ragkit.pipeline.extract import ChunkExtraction, ExtractConfig, extract_chunk
+from ragkit.pipeline.config import IndexConfig
+from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
 from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
 from ragkit.pipeline.llm_cache import CachedLLM
-from ragkit.pipeline.merge import MergeConfig, Merger
+from ragkit.pipeline.merge import Merger
 from ragkit.pipeline.stores import Stores
 from ragkit.protocols import Embedder, Tokenizer
 from ragkit.schema import Chunk, DocStatus, DocStatusRecord, Document, utcnow
 
-
-class IndexConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    chunker: str = "token"
-    chunk_size: int = Field(default=1200, ge=16)
-    chunk_overlap: int = Field(default=100, ge=0)
-    llm_concurrency: int = Field(default=8, ge=1)
-    max_docs_in_flight: int = Field(default=32, ge=1)
-    max_batch_docs: int = Field(default=64, ge=1)
-    """Most documents committed in one batch."""
-    extract: ExtractConfig = Field(default_factory=ExtractConfig)
-    merge: MergeConfig = Field(default_factory=MergeConfig)
+__all__ = ["IndexConfig", "IndexReport", "Indexer", "Progress"]
 
 
 @dataclass
@@ -149,7 +136,7 @@ class Indexer:
             outcome.extractions = list(
                 await asyncio.gather(*(extract_chunk(c, self.llm, self.config.extract) for c in outcome.chunks))
             )
-            self.progress("document_extracted", 1)
+            self.progress("chunks_extracted", len(outcome.chunks))
         except Exception as exc:  # one bad document must not stop the run
             outcome.error = f"{type(exc).__name__}: {exc}"
         return outcome

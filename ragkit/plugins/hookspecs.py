@@ -44,3 +44,8 @@ def register_rerankers(register):
 @hookspec
 def register_tokenizers(register):
     """Register Tokenizer classes."""
+
+
+@hookspec
+def register_chunkers(register):
+    """Register Chunker classes: ``cls(tokenizer, size, overlap)`` with ``chunk(doc)``."""

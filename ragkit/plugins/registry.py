@@ -38,6 +38,7 @@ KINDS: dict[str, str] = {
     "embedder": "register_embedders",
     "reranker": "register_rerankers",
     "tokenizer": "register_tokenizers",
+    "chunker": "register_chunkers",
 }
 STORE_KINDS = ("kv", "vector", "graph", "doc_status")
 BUILTIN_PLUGINS = ("ragkit.builtin", "ragkit.testing.plugin")

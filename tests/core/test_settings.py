@@ -78,6 +78,15 @@ def test_secrets_masked_by_name_and_in_urls():
     assert "hunter2" not in repr(masked) and "sk-live" not in repr(masked)
 
 
+def test_secret_names_are_told_from_counts_of_tokens():
+    from ragkit.settings import is_secret
+
+    for name in ("api_key", "API-KEY", "apikey", "auth_token", "authorization", "password", "client_secret", "accessToken"):
+        assert is_secret(name), name
+    for name in ("max_tokens", "summary_min_tokens", "chunk_size", "monkeys", "keywords"):
+        assert not is_secret(name), name
+
+
 def test_unknown_backend_lists_installed():
     loaded = load_settings(env={"RAGKIT_GRAPH": "neo5j"})
     with pytest.raises(AdapterNotFoundError, match="neo5j.*Installed: networkx"):
@@ -89,3 +98,27 @@ def test_adapter_validates_its_own_options():
     loaded = load_settings(env={"RAGKIT_EMBEDDER__DIMENSION": "not-a-number"})
     problem = validate_options(loaded.settings)["embedder"]
     assert problem and "dimension" in problem
+
+
+def test_index_section_from_file_and_nested_environment(tmp_path):
+    path = write(tmp_path, "[index]\nchunk_size = 600\nllm_concurrency = 3\n[index.extract]\ngleaning = 1\nentity_types = ['person']\n")
+    loaded = load_settings(path, env={"RAGKIT_INDEX__CHUNK_OVERLAP": "50", "RAGKIT_INDEX__EXTRACT__GLEANING": "2"})
+    index = loaded.settings.index
+    assert (index.chunk_size, index.chunk_overlap, index.llm_concurrency) == (600, 50, 3)
+    assert index.extract.gleaning == 2 and index.extract.entity_types == ["person"]
+    assert loaded.sources["index.extract.gleaning"] == "env (RAGKIT_INDEX__EXTRACT__GLEANING)"
+    assert loaded.sources["index.chunk_size"].startswith("file")
+    assert loaded.sources["index.merge.language"] == "default"
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"RAGKIT_INDEX__CHUNK_OVERLAP": "1300"}, "overlap must be at least 0 and smaller than the chunk size"),
+        ({"RAGKIT_INDEX__CHUNK_SIZ": "10"}, "index.chunk_siz: Extra inputs are not permitted"),
+        ({"RAGKIT_INDEX__EXTRACT__GLEANING": "9"}, "index.extract.gleaning"),
+    ],
+)
+def test_bad_index_settings_name_the_problem(env, message):
+    with pytest.raises(ConfigError, match=message):
+        load_settings(env=env)

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragkit.errors import ConfigError
+from ragkit.plugins import get_registry
 from ragkit.pipeline.chunk import (
-    CHUNKERS,
     Chunker,
     MarkdownChunker,
     TokenChunker,
@@ -52,12 +52,13 @@ def test_bad_windows_are_refused_with_a_clear_message(size, overlap):
             cls(TOK, size, overlap)
 
 
-def test_get_chunker_knows_token_and_markdown():
-    assert set(CHUNKERS) == {"token", "markdown"}
+def test_chunkers_are_plugins_found_by_name_or_import_path():
+    assert {"token", "markdown"} <= set(get_registry().names("chunker"))
     assert isinstance(get_chunker("token", TOK, 64, 8), TokenChunker)
     markdown = get_chunker("markdown", TOK, 64, 8)
     assert isinstance(markdown, MarkdownChunker) and isinstance(markdown, Chunker)
-    with pytest.raises(ConfigError, match="unknown chunker 'pdf'; known chunkers: markdown, token"):
+    assert isinstance(get_chunker("ragkit.pipeline.chunk:MarkdownChunker", TOK, 64, 8), MarkdownChunker)
+    with pytest.raises(ConfigError, match="no chunker adapter named 'pdf'. Installed: markdown, token"):
         get_chunker("pdf", TOK, 64, 8)
 
 

@@ -77,3 +77,29 @@ def test_changed_file_replaces_its_old_version_then_delete_and_check(tmp_path, f
     assert status(tmp_path)["documents"]["processed"] == 8
     out = ragkit("check", cwd=tmp_path)
     assert out.returncode == 0 and "no problems found" in out.stdout, out.stdout + out.stderr
+
+
+def test_progress_line_on_a_terminal(tmp_path, folder):
+    """On a terminal, stderr carries one self-updating line with the counters."""
+    import pty
+
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGKIT_") or k == "RAGKIT_MUSIQUE_DIR"}
+    env["RAGKIT_LLM"] = "replay"
+    proc = subprocess.run([RAGKIT, "index", "corpus"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                          stderr=follower, timeout=300)
+    os.close(follower)
+    written = b""
+    while True:
+        try:
+            piece = os.read(leader, 65536)
+        except OSError:
+            break
+        if not piece:
+            break
+        written += piece
+    os.close(leader)
+    assert proc.returncode == 0
+    last = [line for line in written.decode().split("\r") if line.strip()][-1]
+    for part in ("9/9 documents", "9 chunks", "9 LLM calls", "tokens", "elapsed", "ETA 0s"):
+        assert part in last, last
