@@ -165,6 +165,9 @@ class Indexer:
             [c.id for c in chunks], vectors, [_chunk_meta(c) for c in chunks]
         )
         await self.stores.flush()
+        # Before the status: a processed document is never redone, so its old
+        # version must be gone by then.
+        report.replaced += await self._replace_old_versions([o.doc for o in ok])
         statuses = [await self._status(o.doc.id, DocStatus.PROCESSED) for o in ok]
         statuses += [await self._status(o.doc.id, DocStatus.FAILED, error=o.error) for o in failed]
         await self.stores.doc_status.upsert(statuses)
@@ -172,7 +175,6 @@ class Indexer:
         report.failed.update({o.doc.id: o.error or "" for o in failed})
         report.chunks += len(chunks)
         report.dropped_rows += sum(e.dropped for e in extractions)
-        report.replaced += await self._replace_old_versions([o.doc for o in ok])
         self.progress("documents_committed", len(ok))
 
     async def _replace_old_versions(self, docs: list[Document]) -> list[str]:
@@ -182,9 +184,11 @@ class Indexer:
             return []
         old = await self.stores.doc_paths.get_many([d.file_path for d in with_path])  # type: ignore[misc]
         stale = [rec["doc_id"] for d, rec in zip(with_path, old) if rec and rec["doc_id"] != d.id]
-        await self.stores.doc_paths.upsert({d.file_path: {"doc_id": d.id} for d in with_path})  # type: ignore[misc]
+        # Delete, then repoint the path: a crash in between leaves the path on
+        # the old id, so the redo of these documents finds it again.
         if stale:
             await self.delete(stale, keep_paths=True)
+        await self.stores.doc_paths.upsert({d.file_path: {"doc_id": d.id} for d in with_path})  # type: ignore[misc]
         return stale
 
     # -- recovery and delete ---------------------------------------------------
@@ -226,9 +230,14 @@ class Indexer:
         records = [r for r in await self.stores.doc_status.get(list(dict.fromkeys(doc_ids))) if r]
         if not records:
             return []
-        # Marked first, so that a crash mid-delete is finished by recover().
+        # Marked first, so that a crash mid-delete is finished by recover(); and
+        # made "processing", because recover() does not list processed documents.
         await self.stores.doc_status.upsert(
-            r.model_copy(update={"metadata": {**r.metadata, "ragkit_deleting": True}}) for r in records
+            r.model_copy(update={
+                "status": DocStatus.PROCESSING, "updated_at": utcnow(),
+                "metadata": {**r.metadata, "ragkit_deleting": True},
+            })
+            for r in records
         )
         await self._remove_contribution(records)
         ids = [r.id for r in records]
