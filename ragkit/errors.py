@@ -10,7 +10,11 @@
     │   ├── InvalidValueError       a record, property or metadata value the protocol forbids
     │   │   └── DimensionMismatchError   a vector of the wrong length
     │   └── InvalidTransitionError  a document status change the lifecycle forbids
-    └── ModelError                  an LLM, embedder or reranker call failed
+    ├── ModelError                  an LLM, embedder or reranker call failed
+    ├── GraphEditError              a graph edit that cannot be applied as asked
+    │   ├── ElementNotFoundError    the entity or relation to edit does not exist
+    │   └── ElementExistsError      the entity or relation to create already exists
+    └── ExportError                 an export format or target ragkit cannot write
 
 Messages name the problem and the fix, because they reach users of the CLI.
 """
@@ -64,6 +68,22 @@ class ModelError(RagkitError):
 
 class ExtractionError(ModelError):
     """The model's extraction answer had nothing readable in it."""
+
+
+class GraphEditError(RagkitError, ValueError):
+    """A graph edit that cannot be applied as asked (e.g. merging fewer than two)."""
+
+
+class ElementNotFoundError(GraphEditError, LookupError):
+    """The entity or relation an edit names does not exist."""
+
+
+class ElementExistsError(GraphEditError):
+    """The entity or relation an edit would create already exists."""
+
+
+class ExportError(RagkitError, ValueError):
+    """An export format or target that ragkit cannot write."""
 
 
 def describe_validation_error(exc: Exception) -> str:

@@ -56,7 +56,7 @@ async def extract_chunk(chunk: Chunk, llm: CachedLLM, config: ExtractConfig) -> 
         request = build_gleaning_request(request, answer)
         answer = await llm.complete(request)
         parsed.append(parse_extraction(answer))
-    return _combine(chunk.id, parsed)
+    return combine_extractions(chunk.id, parsed)
 
 
 def _unreadable(parsed) -> bool:
@@ -65,7 +65,7 @@ def _unreadable(parsed) -> bool:
     return not parsed.entities and not parsed.relations and not parsed.complete
 
 
-def _combine(chunk_id: str, parsed: list) -> ChunkExtraction:
+def combine_extractions(chunk_id: str, parsed: list) -> ChunkExtraction:
     entities: dict[str, Entity] = {}
     relations: dict[tuple[str, str], Relation] = {}
     dropped, warnings = 0, []

@@ -104,8 +104,11 @@ class Merger:
             for kw in frag.item.keywords.split(","):  # type: ignore[union-attr]
                 if kw.strip():
                     keywords.setdefault(kw.strip(), None)
-        source = _majority(r.source.strip() for r in rels if entity_key(r.source) == key[0]) or key[0]  # type: ignore[union-attr]
-        target = _majority(r.target.strip() for r in rels if entity_key(r.target) == key[1]) or key[1]  # type: ignore[union-attr]
+        # Edges are undirected: an endpoint's display name is the majority of the
+        # names written for it, on whichever side a fragment put it.
+        ends = [n for r in rels for n in (r.source, r.target)]  # type: ignore[union-attr]
+        source = _majority(n.strip() for n in ends if entity_key(n) == key[0]) or key[0]
+        target = _majority(n.strip() for n in ends if entity_key(n) == key[1]) or key[1]
         lines = _distinct_lines(fragments)
         return {
             "source": source,

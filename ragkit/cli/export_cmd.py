@@ -1,0 +1,21 @@
+"""``ragkit export OUTPUT``: the graph and its source chunks as JSON, GraphML or CSV."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from ragkit.pipeline.export import ExportSummary
+from ragkit.rag import RAG
+from ragkit.settings import load_settings
+
+
+async def _export(args: argparse.Namespace) -> ExportSummary:
+    async with RAG(load_settings(args.config).settings) as rag:
+        return await rag.aexport(args.output, args.format)
+
+
+def run(args: argparse.Namespace) -> int:
+    s = asyncio.run(_export(args))
+    print(f"exported {s.entities} entities, {s.relations} relations and {s.chunks} chunks to {s.path} ({s.format})")
+    return 0

@@ -1,0 +1,185 @@
+"""Export the graph and the chunks it cites: JSON, GraphML or a folder of CSV files.
+
+- JSON: ``{"format": "ragkit-graph", "version": 1, "nodes": [...], "edges": [...],
+  "chunks": [...]}``; nodes and edges as ``ragkit.schema.Node`` / ``Edge`` dumps,
+  chunks as ``{id, doc_id, file_path, order, content}``.
+- GraphML (networkx ``write_graphml``): the graph only; ``source_ids`` name the
+  chunks, whose text is in the JSON and CSV exports.
+- CSV: ``entities.csv``, ``relations.csv`` and ``chunks.csv`` in one folder.
+
+GraphML and CSV have no lists, so list properties (``source_ids``) are written as
+strings joined by ``LIST_SEPARATOR``. Nodes and edges are streamed from the
+graph store and only the set of cited chunk ids is held in memory, except for
+GraphML, which networkx builds whole before writing.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import IO, Any, Literal, get_args
+
+from pydantic import BaseModel
+
+from ragkit.errors import ExportError
+from ragkit.pipeline.stores import Stores
+from ragkit.schema import Edge, Node
+
+Format = Literal["json", "graphml", "csv"]
+FORMATS: tuple[str, ...] = get_args(Format)
+LIST_SEPARATOR = "<SEP>"
+"""LightRAG's separator, so GraphML and CSV files move between the two tools."""
+SUFFIXES: dict[str, Format] = {".json": "json", ".graphml": "graphml", ".xml": "graphml"}
+ENTITY_COLUMNS = ["id", "name", "type", "description", "source_ids"]
+RELATION_COLUMNS = ["source_id", "target_id", "source", "target", "keywords", "description", "weight", "source_ids"]
+"""``source_id``/``target_id`` are entity ids (``id`` in entities.csv); ``source``
+and ``target`` the display names. Properties outside these columns are not written."""
+CHUNK_COLUMNS = ["id", "doc_id", "file_path", "order", "content"]
+_BATCH = 256
+
+
+class ExportSummary(BaseModel):
+    format: Format
+    path: str
+    entities: int
+    relations: int
+    chunks: int
+    """Chunk texts written (0 for GraphML, which holds the graph only)."""
+
+
+def resolve_format(path: Path, format: str | None = None) -> Format:
+    """``format`` if given, else from the suffix; a folder (or no suffix) is CSV."""
+    if format is not None:
+        if format not in FORMATS:
+            raise ExportError(f"unknown export format {format!r}; choose one of {', '.join(FORMATS)}")
+        return format  # type: ignore[return-value]
+    if path.is_dir() or not path.suffix:
+        return "csv"
+    if path.suffix.lower() in SUFFIXES:
+        return SUFFIXES[path.suffix.lower()]
+    raise ExportError(
+        f"cannot tell the export format of {path} from its suffix; "
+        "use .json or .graphml, a folder for CSV, or --format json|graphml|csv"
+    )
+
+
+async def export_graph(stores: Stores, path: str | Path, format: str | None = None) -> ExportSummary:
+    path = Path(path)
+    fmt = resolve_format(path, format)
+    writer = {"json": _json, "graphml": _graphml, "csv": _csv}[fmt]
+    entities, relations, chunks = await writer(stores, path)
+    return ExportSummary(format=fmt, path=str(path), entities=entities, relations=relations, chunks=chunks)
+
+
+# -- JSON ---------------------------------------------------------------------------
+
+
+async def _json(stores: Stores, path: Path) -> tuple[int, int, int]:
+    cited: set[str] = set()
+    with _open(path) as fh:
+        fh.write('{"format": "ragkit-graph", "version": 1,\n"nodes": ')
+        nodes = await _json_array(fh, (n.model_dump() async for n in _nodes(stores, cited)))
+        fh.write(',\n"edges": ')
+        edges = await _json_array(fh, (e.model_dump() async for e in _edges(stores, cited)))
+        fh.write(',\n"chunks": ')
+        chunks = await _json_array(fh, _chunks(stores, cited))
+        fh.write("}\n")
+    return nodes, edges, chunks
+
+
+async def _json_array(fh: IO[str], items: AsyncIterator[dict]) -> int:
+    n = 0
+    fh.write("[")
+    async for item in items:
+        fh.write(("," if n else "") + "\n" + json.dumps(item, ensure_ascii=False))
+        n += 1
+    fh.write("\n]")
+    return n
+
+
+# -- GraphML --------------------------------------------------------------------------
+
+
+async def _graphml(stores: Stores, path: Path) -> tuple[int, int, int]:
+    import networkx as nx  # only this format needs it
+
+    graph = nx.Graph()
+    async for node in _nodes(stores, set()):
+        graph.add_node(node.id, **_flat(node.properties))
+    async for edge in _edges(stores, set()):
+        graph.add_edge(edge.source, edge.target, **_flat(edge.properties))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nx.write_graphml(graph, path)
+    return graph.number_of_nodes(), graph.number_of_edges(), 0
+
+
+# -- CSV ----------------------------------------------------------------------------------
+
+
+async def _csv(stores: Stores, folder: Path) -> tuple[int, int, int]:
+    if folder.exists() and not folder.is_dir():
+        raise ExportError(f"{folder} is a file; CSV export writes a folder (or use --format json|graphml)")
+    folder.mkdir(parents=True, exist_ok=True)
+    cited: set[str] = set()
+
+    async def entity_rows() -> AsyncIterator[dict]:
+        async for n in _nodes(stores, cited):
+            yield {"id": n.id, **_flat(n.properties)}
+
+    async def relation_rows() -> AsyncIterator[dict]:
+        async for e in _edges(stores, cited):
+            yield {"source_id": e.source, "target_id": e.target, **_flat(e.properties)}
+
+    entities = await _csv_file(folder / "entities.csv", ENTITY_COLUMNS, entity_rows())
+    relations = await _csv_file(folder / "relations.csv", RELATION_COLUMNS, relation_rows())
+    chunks = await _csv_file(folder / "chunks.csv", CHUNK_COLUMNS, _chunks(stores, cited))
+    return entities, relations, chunks
+
+
+async def _csv_file(path: Path, columns: list[str], rows: AsyncIterator[dict]) -> int:
+    n = 0
+    with _open(path) as fh:
+        writer = csv.DictWriter(fh, columns, extrasaction="ignore")
+        writer.writeheader()
+        async for row in rows:
+            writer.writerow(row)
+            n += 1
+    return n
+
+
+# -- shared ---------------------------------------------------------------------------------
+
+
+def _open(path: Path) -> IO[str]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.open("w", encoding="utf-8", newline="")
+
+
+async def _nodes(stores: Stores, cited: set[str]) -> AsyncIterator[Node]:
+    """Every node, adding its source chunks to ``cited`` on the way."""
+    async for node in stores.graph.nodes():
+        cited.update(map(str, node.properties.get("source_ids", [])))  # type: ignore[arg-type]
+        yield node
+
+
+async def _edges(stores: Stores, cited: set[str]) -> AsyncIterator[Edge]:
+    async for edge in stores.graph.edges():
+        cited.update(map(str, edge.properties.get("source_ids", [])))  # type: ignore[arg-type]
+        yield edge
+
+
+def _flat(properties: dict[str, Any]) -> dict[str, Any]:
+    return {k: LIST_SEPARATOR.join(map(str, v)) if isinstance(v, list) else v for k, v in properties.items()}
+
+
+async def _chunks(stores: Stores, ids: Iterable[str]) -> AsyncIterator[dict]:
+    """Cited chunks in id order; a cited chunk that is missing is skipped
+    (``ragkit check`` reports it)."""
+    ordered = sorted(ids)
+    for i in range(0, len(ordered), _BATCH):
+        batch = ordered[i : i + _BATCH]
+        for cid, rec in zip(batch, await stores.chunks.get_many(batch)):
+            if rec is not None:
+                yield {"id": cid, **{k: rec.get(k) for k in CHUNK_COLUMNS[1:]}}
