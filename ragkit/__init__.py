@@ -21,6 +21,11 @@ from ragkit.errors import (  # noqa: E402
 )
 
 __all__ = [
+    "RAG",
+    "QueryParam",
+    "QueryResult",
+    "Document",
+    "Settings",
     "__version__",
     "AdapterNotFoundError",
     "ConfigError",
@@ -32,3 +37,15 @@ __all__ = [
     "RagkitError",
     "StoreClosedError",
 ]
+
+_LAZY = {"RAG": "ragkit.rag", "QueryParam": "ragkit.schema", "QueryResult": "ragkit.schema",
+         "Document": "ragkit.schema", "Settings": "ragkit.settings"}
+
+
+def __getattr__(name: str):
+    # Lazy, so that `import ragkit` (and `ragkit --version`) stays fast.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ragkit' has no attribute {name!r}")

@@ -202,7 +202,19 @@ class QueryParam(BaseModel):
     only_need_prompt: bool = False
     stream: bool = False
     doc_ids: list[str] | None = None
+    """Scope: only these documents, in every stage."""
+    doc_filter: dict[str, Any] | None = None
+    """Scope: documents whose metadata match (``{"team": "a"}``, ``{"year": {"$in": [2023, 2024]}}``)."""
     history: list[dict[str, str]] = Field(default_factory=list)
+    """Earlier turns, ``{"role", "content"}``; given to the answer call only."""
+    response_type: str = "Multiple Paragraphs"
+    language: str = "English"
+    user_prompt: str = ""
+    """Extra instructions for the answer (style, length); part of the answer's cache key."""
+    enable_rerank: bool = True
+    """Rerank chunks when a reranker is configured."""
+    chunk_ranking: Literal["support", "similarity"] = "support"
+    """Graph-found chunks ranked by how many found items cite them, or by similarity to the question."""
 
 
 class Reference(Frozen):
@@ -213,7 +225,13 @@ class Reference(Frozen):
 
 
 class QueryResult(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     answer: str | None = None
+    prompt: str | None = None
+    """The answer call's full prompt (``only_need_prompt``)."""
+    stream: Any = Field(default=None, exclude=True, repr=False)
+    """With ``stream=True``: an async iterator of answer pieces; ``answer`` is set once it ends."""
     context: str = ""
     entities: list[dict[str, Any]] = Field(default_factory=list)
     relations: list[dict[str, Any]] = Field(default_factory=list)

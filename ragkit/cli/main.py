@@ -44,6 +44,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["json", "graphml", "csv"], help="default: from the output's suffix")
     p.set_defaults(run="ragkit.cli.export_cmd")
 
+    p = sub.add_parser("query", help="answer a question with cited sources")
+    p.add_argument("question")
+    p.add_argument("--mode", default="mix", choices=["local", "global", "hybrid", "naive", "mix", "bypass"])
+    p.add_argument("--stream", action="store_true", help="print the answer as it is generated")
+    p.add_argument("--context-only", action="store_true", help="print the context; no answer call")
+    p.add_argument("--prompt-only", action="store_true", help="print the answer prompt; no answer call")
+    p.add_argument("--doc", action="append", dest="doc_ids", metavar="ID", help="only these documents (repeatable)")
+    p.add_argument("--top-k", type=int, help="entities and relations per search")
+    p.add_argument("--max-total-tokens", type=int, help="budget of the whole answer prompt")
+    p.add_argument("--json", action="store_true", help="the whole result as JSON")
+    p.set_defaults(run="ragkit.cli.query_cmd")
+
     p = sub.add_parser("status", help="documents by status, graph size")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run="ragkit.cli.docs_cmd:run_status")
@@ -73,6 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RagkitError as exc:
         print(f"ragkit: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`ragkit query ... | head`): not an error of ours.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

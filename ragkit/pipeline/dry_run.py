@@ -24,6 +24,7 @@ from ragkit.pipeline.prompts import GLEANING_PROMPT, build_extraction_request
 from ragkit.pipeline.stores import Stores
 from ragkit.protocols import ChatRequest, Tokenizer
 from ragkit.schema import DocStatus, Document
+from ragkit.tokenizer import request_tokens
 
 DEFAULT_OUTPUT_RATIO = 1.0
 """Output tokens per chunk token when the cache holds no answers to calibrate on."""
@@ -44,11 +45,6 @@ class DryRunReport(BaseModel):
     output_ratio: float = DEFAULT_OUTPUT_RATIO
     output_ratio_source: str = "default"
     per_document: dict[str, dict[str, int]] = Field(default_factory=dict)
-
-
-def request_tokens(tokenizer: Tokenizer, request: ChatRequest) -> int:
-    texts = [request.system or "", *(m.content for m in request.history), request.prompt]
-    return sum(tokenizer.count(t) for t in texts if t)
 
 
 async def dry_run(

@@ -16,6 +16,9 @@ How a prompt is answered:
   that occur in it (case-insensitive, whitespace collapsed). Recorded strings the
   passage paraphrases are then lost; a whole-passage chunk loses nothing.
 - A gleaning prompt gets ``<|COMPLETE|>``: the recording has one pass only.
+- A keywords prompt gets the data set's keyword rule applied to its question
+  (``ragkit.testing.musique_keywords``); an answer prompt gets an extractive
+  answer: the first sentence of the best-matching context chunk, cited.
 - Anything else (including a chunk no passage contains) gets ``<|COMPLETE|>``
   and is counted in ``unknown_prompts``.
 
@@ -49,6 +52,7 @@ from ragkit.protocols.base import Capability
 from ragkit.protocols.models import ChatRequest, Completion, ModelAdapter, Usage
 from ragkit.schema import Entity, Relation
 from ragkit.testing.doubles import words
+from ragkit.testing.musique_keywords import EntityNames, question_keywords
 
 ENV_VAR = "RAGKIT_MUSIQUE_DIR"
 OPENIE_FILE = "openie_gpt-3.5-turbo-1106.json"
@@ -166,6 +170,12 @@ class _Recording:
         self.fingerprint = fingerprint
         self.by_passage = {d["passage"]: d for d in docs}
         self.by_squashed = {_squash(d["passage"]): d for d in docs}
+        self._names: EntityNames | None = None
+
+    def entity_names(self) -> EntityNames:
+        if self._names is None:
+            self._names = EntityNames(e.name for d in self.docs for e in canonical_extraction(d)[0])
+        return self._names
 
     def find(self, chunk: str) -> tuple[OpenIEDoc, bool] | None:
         """(passage, whether the chunk is the whole passage), or None."""
@@ -240,6 +250,10 @@ class ReplayLLM(ModelAdapter):
         elif is_gleaning_request(request):
             self.gleanings += 1
             return COMPLETE_MARKER
+        elif request.role == "keywords":
+            return self._keywords(request)
+        elif request.role == "answer":
+            return extractive_answer(request)
         elif request.role == "summary":
             # Nothing was recorded for summaries: answer extractively (the
             # statements themselves), which is deterministic and invents nothing.
@@ -250,6 +264,12 @@ class ReplayLLM(ModelAdapter):
             )
         self.unknown_prompts += 1
         return COMPLETE_MARKER
+
+    def _keywords(self, request: ChatRequest) -> str:
+        """The data set's keyword rule, applied to the question in the prompt."""
+        question = request.prompt.rpartition("Question:")[2].strip()
+        high, low = question_keywords(question, self.recording.entity_names())
+        return json.dumps({"high_level_keywords": high, "low_level_keywords": low})
 
     async def complete(self, request: ChatRequest) -> Completion:
         delay = self.options.latency
@@ -268,3 +288,24 @@ class ReplayLLM(ModelAdapter):
         step = self.options.chunk_size
         for i in range(0, len(text), step):
             yield text[i : i + step]
+
+
+def extractive_answer(request: ChatRequest) -> str:
+    """No answers were recorded: the context chunk sharing most words with the
+    question, its first sentence, cited. Deterministic and invents nothing."""
+    question = set(words(request.prompt))
+    best: tuple[int, int, str] | None = None
+    for line in (request.system or "").splitlines():
+        if not line.startswith('{"ref"'):
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        overlap = len(question & set(words(row.get("content", ""))))
+        if best is None or overlap > best[0]:
+            best = (overlap, int(row.get("ref", 0)), str(row.get("content", "")))
+    if best is None:
+        return "The context holds nothing to answer from."
+    first = best[2].replace("\n", " ").split(". ")[0].rstrip(".")
+    return f"{first}. [{best[1]}]"

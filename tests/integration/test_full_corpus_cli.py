@@ -4,6 +4,7 @@ each, indexed by ``ragkit index`` with the replay LLM on the embedded defaults;
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -11,8 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ragkit.rag import RAG
+from ragkit.settings import Settings
 from ragkit.testing.corpus import write_passages
-from ragkit.testing.replay import load_musique
+from ragkit.testing.recall import gold_passages, score, summarise
+from ragkit.testing.replay import ReplayLLM, load_musique
 
 RAGKIT = shutil.which("ragkit", path=str(Path(sys.executable).parent)) or "ragkit"
 
@@ -41,3 +45,21 @@ def test_all_passages_index_and_check_clean(tmp_path):
 
     out = ragkit("check", cwd=tmp_path)
     assert out.returncode == 0 and out.stdout.strip().endswith("no problems found"), out.stdout
+
+    # Issue 5's acceptance on the same index: each graph mode brings at least one
+    # supporting passage into the context for most of the 50 dev questions.
+    asyncio.run(_retrieval_on_dev_questions(tmp_path / "ragkit_data"))
+
+
+async def _retrieval_on_dev_questions(working_dir: Path) -> None:
+    questions = load_musique()[2]
+    async with RAG(Settings(working_dir=working_dir), llm=ReplayLLM()) as rag:
+        for mode in ("local", "global", "hybrid", "mix"):
+            rows = []
+            for q in questions:
+                result = await rag.aquery(q["question"], mode=mode, only_need_context=True)
+                assert result.metadata["keywords"]["source"] == "llm"
+                assert result.metadata["tokens"]["prompt_total"] <= 30000  # QueryParam's default budget
+                rows.append(score([c["content"] for c in result.chunks], gold_passages(q)))
+            summary = summarise(rows)
+            assert summary["any_supporting"] > 0.5, (mode, summary)

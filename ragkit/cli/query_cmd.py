@@ -1,0 +1,55 @@
+"""``ragkit query "..." --mode mix [--stream] [--context-only] [--json] [--doc ID]...``"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from ragkit.cli.output import print_json
+from ragkit.rag import RAG
+from ragkit.schema import QueryParam, QueryResult
+from ragkit.settings import load_settings
+
+
+def _param(args: argparse.Namespace) -> QueryParam:
+    values = {
+        "mode": args.mode,
+        "stream": args.stream and not args.json,
+        "only_need_context": args.context_only,
+        "only_need_prompt": args.prompt_only,
+        "doc_ids": args.doc_ids,
+        "top_k": args.top_k,
+        "max_total_tokens": args.max_total_tokens,
+    }
+    return QueryParam(**{k: v for k, v in values.items() if v is not None})
+
+
+async def _query(args: argparse.Namespace) -> QueryResult:
+    rag = RAG(load_settings(args.config).settings)
+    async with rag:
+        result = await rag.aquery(args.question, _param(args))
+        if result.stream is not None:
+            async for piece in result.stream:
+                sys.stdout.write(piece)
+                sys.stdout.flush()
+            sys.stdout.write("\n")
+        return result
+
+
+def run(args: argparse.Namespace) -> int:
+    result = asyncio.run(_query(args))
+    if args.json:
+        print_json(result.model_dump(mode="json"))
+        return 0
+    if args.context_only:
+        print(result.context)
+    elif args.prompt_only:
+        print(result.prompt)
+    elif result.stream is None:
+        print(result.answer)
+    if result.references and not (args.context_only or args.prompt_only):
+        print("\nReferences:")
+        for ref in result.references:
+            print(f"[{ref.number}] {ref.file_path or ref.doc_id}")
+    return 0

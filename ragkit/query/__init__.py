@@ -1,0 +1,1 @@
+"""The read side: keywords, search, context, answer (one module per stage)."""

@@ -1,0 +1,212 @@
+"""Context stage: found items in, a context string that fits its budgets out.
+
+Budgets: entities and relations each have their own; chunks get what remains of
+the total after the system prompt, the graph sections, the question and the
+history. Every section is measured with the tokenizer as rendered.
+
+Claims stay with their evidence. Supporting chunks are chosen in two passes:
+first, for each kept entity and relation in rank order, its best-ranked source
+chunk if none is chosen yet (so evidence is not crowded out by chunks that merely
+rank well); then any other chunks in rank order while they fit. An entity or
+relation none of whose source chunks made it is dropped, never shown as a
+conclusion without its evidence; the freed tokens go to more chunks.
+
+Each chunk carries the reference number of its document; chunks of one document
+share it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ragkit.protocols import Tokenizer
+from ragkit.query.items import ChunkItem, EntityItem, RelationItem
+
+ENTITY_HEADER = "-----Entities (knowledge graph)-----"
+RELATION_HEADER = "-----Relations (knowledge graph)-----"
+CHUNK_HEADER = "-----Source chunks-----"
+REFERENCE_HEADER = "-----References-----"
+MAX_REFS = 5
+"""References listed per entity or relation (its first supporting documents)."""
+REF_RESERVE = 20
+"""Tokens kept per entity or relation line for its ``refs`` list."""
+
+
+@dataclass
+class Budget:
+    entity_tokens: int
+    relation_tokens: int
+    total_tokens: int
+    fixed_tokens: int
+    """System prompt without context, question and history."""
+
+
+@dataclass
+class Context:
+    text: str
+    entities: list[EntityItem]
+    relations: list[RelationItem]
+    chunks: list[ChunkItem]
+    tokens: dict[str, int]
+    references: list[tuple[int, str, str | None, list[str]]]
+    """(number, doc id, file path, chunk ids)"""
+    dropped_unsupported: int = 0
+    truncated: dict[str, int] = field(default_factory=dict)
+
+
+def rank_graph_chunks(entities: list[EntityItem], relations: list[RelationItem]) -> list[tuple[str, int]]:
+    """(chunk id, support) cited by the items, most shared first, then earliest cited."""
+    support: Counter[str] = Counter()
+    first: dict[str, int] = {}
+    for rank, item in enumerate(_interleave(entities, relations)):
+        for cid in item.sources:
+            support[cid] += 1
+            first.setdefault(cid, rank)
+    return sorted(support.items(), key=lambda kv: (-kv[1], first[kv[0]], kv[0]))
+
+
+def build_context(
+    entities: list[EntityItem],
+    relations: list[RelationItem],
+    chunks: list[ChunkItem],
+    tokenizer: Tokenizer,
+    budget: Budget,
+) -> Context:
+    """``chunks`` are the candidates in rank order (graph sources and vector hits merged)."""
+    builder = _Builder(tokenizer, budget)
+    ents = builder.prefix(entities, ENTITY_HEADER, _entity_line, budget.entity_tokens)
+    rels = builder.prefix(relations, RELATION_HEADER, _relation_line, budget.relation_tokens)
+    while True:
+        chosen = builder.choose(ents, rels, chunks)
+        kept_e = [e for e in ents if set(e.sources) & chosen]
+        kept_r = [r for r in rels if set(r.sources) & chosen]
+        context = builder.render(kept_e, kept_r, [c for c in chunks if c.id in chosen])
+        # Token counts do not add up exactly across lines: correct and retry.
+        if context.tokens.get("entities", 0) > budget.entity_tokens:
+            ents = ents[:-1]
+        elif context.tokens.get("relations", 0) > budget.relation_tokens:
+            rels = rels[:-1]
+        elif (over := context.tokens["context"] + budget.fixed_tokens - budget.total_tokens) > 0 and chosen:
+            builder.give_back += over
+        else:
+            break
+    context.dropped_unsupported = len(ents) - len(kept_e) + len(rels) - len(kept_r)
+    context.truncated = {"entities": len(entities) - len(ents), "relations": len(relations) - len(rels)}
+    return context
+
+
+class _Builder:
+    def __init__(self, tokenizer: Tokenizer, budget: Budget) -> None:
+        self.tok = tokenizer
+        self.budget = budget
+        self.give_back = 0
+
+    def prefix(self, items: list, header: str, line, limit: int) -> list:
+        kept, used = [], self.tok.count(header) + 1
+        for item in items:
+            cost = self.tok.count(line(item, [])) + REF_RESERVE
+            if used + cost > limit:
+                break
+            kept.append(item)
+            used += cost
+        return kept
+
+    def choose(self, ents: list[EntityItem], rels: list[RelationItem], chunks: list[ChunkItem]) -> set[str]:
+        graph_tokens = self._section_tokens(ents, ENTITY_HEADER, _entity_line)
+        graph_tokens += self._section_tokens(rels, RELATION_HEADER, _relation_line)
+        left = self.budget.total_tokens - self.budget.fixed_tokens - graph_tokens - self._overhead() - self.give_back
+        costs = {c.id: self.tok.count(_chunk_line(c, 0)) + 8 for c in chunks}  # + its reference line
+        chosen: set[str] = set()
+        for item in _interleave(ents, rels):  # evidence first
+            if chosen & set(item.sources):
+                continue
+            for cid in (c.id for c in chunks if c.id in set(item.sources)):
+                if costs[cid] <= left:
+                    chosen.add(cid)
+                    left -= costs[cid]
+                    break
+        dropped = [i for i in _interleave(ents, rels) if not chosen & set(i.sources)]
+        left += sum(self.tok.count(_line(i, [])) + REF_RESERVE for i in dropped)
+        for chunk in chunks:  # then by rank
+            if chunk.id not in chosen and costs[chunk.id] <= left:
+                chosen.add(chunk.id)
+                left -= costs[chunk.id]
+        return chosen
+
+    def render(self, ents: list[EntityItem], rels: list[RelationItem], chunks: list[ChunkItem]) -> Context:
+        refs: dict[str, int] = {}
+        for chunk in chunks:
+            chunk.reference = refs.setdefault(chunk.doc_id, len(refs) + 1)
+        ref_of = {c.id: c.reference for c in chunks}
+
+        def cited(item) -> list[int]:
+            return sorted({ref_of[c] for c in item.sources if c in ref_of})[:MAX_REFS]
+
+        for chunk in chunks:
+            chunk.supports = [_name(i) for i in _interleave(ents, rels) if chunk.id in i.sources]
+            chunk.support = len(chunk.supports)
+        sections = {
+            "entities": [ENTITY_HEADER, *(_entity_line(e, cited(e)) for e in ents)] if ents else [],
+            "relations": [RELATION_HEADER, *(_relation_line(r, cited(r)) for r in rels)] if rels else [],
+            "chunks": [CHUNK_HEADER, *(_chunk_line(c, c.reference) for c in chunks)] if chunks else [],
+        }
+        references = []
+        for doc_id, number in refs.items():
+            members = [c for c in chunks if c.doc_id == doc_id]
+            references.append((number, doc_id, members[0].file_path, [c.id for c in members]))
+        if references:
+            sections["references"] = [REFERENCE_HEADER, *(f"[{n}] {path or doc}" for n, doc, path, _ in references)]
+        text = "\n\n".join("\n".join(lines) for lines in sections.values() if lines)
+        tokens = {name: self.tok.count("\n".join(lines)) for name, lines in sections.items()}
+        tokens["context"] = self.tok.count(text)
+        return Context(text, ents, rels, chunks, tokens, references)
+
+    def _section_tokens(self, items: list, header: str, line) -> int:
+        if not items:
+            return 0
+        return self.tok.count(header) + sum(self.tok.count(line(i, [])) + REF_RESERVE for i in items)
+
+    def _overhead(self) -> int:
+        return sum(self.tok.count(h) + 2 for h in (CHUNK_HEADER, REFERENCE_HEADER)) + 4
+
+
+def _interleave(entities: list[EntityItem], relations: list[RelationItem]) -> list:
+    out = []
+    for i in range(max(len(entities), len(relations))):
+        out += [x[i] for x in (entities, relations) if i < len(x)]
+    return out
+
+
+def _name(item) -> str:
+    return item.key if isinstance(item, EntityItem) else " - ".join(item.key)
+
+
+def _line(item, refs: list[int]) -> str:
+    return _entity_line(item, refs) if isinstance(item, EntityItem) else _relation_line(item, refs)
+
+
+def _entity_line(item: EntityItem, refs: list[int]) -> str:
+    p = item.props
+    row = {"entity": p.get("name", item.key), "type": p.get("type", ""), "description": p.get("description", "")}
+    if refs:
+        row["refs"] = refs
+    return json.dumps(row, ensure_ascii=False)
+
+
+def _relation_line(item: RelationItem, refs: list[int]) -> str:
+    p = item.props
+    row = {
+        "entity1": p.get("source", item.key[0]),
+        "entity2": p.get("target", item.key[1]),
+        "keywords": p.get("keywords", ""),
+        "description": p.get("description", ""),
+    }
+    if refs:
+        row["refs"] = refs
+    return json.dumps(row, ensure_ascii=False)
+
+
+def _chunk_line(chunk: ChunkItem, reference: int) -> str:
+    return json.dumps({"ref": reference, "content": chunk.content}, ensure_ascii=False)

@@ -1,0 +1,242 @@
+"""The read side: a question in, an answer with references out, in six modes.
+
+keywords -> search (by mode) -> supporting chunks -> budgeted context -> answer.
+Each stage is its own module; this one only orders them, times them and
+assembles the ``QueryResult``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from ragkit.errors import ConfigError, InvalidValueError
+from ragkit.pipeline.llm_cache import CachedLLM
+from ragkit.pipeline.merge import MergeConfig, Merger
+from ragkit.pipeline.stores import Stores
+from ragkit.protocols import ChatRequest, Embedder, Reranker, Tokenizer
+from ragkit.query.answer import build_answer_request, build_bypass_request
+from ragkit.query.context import Budget, Context, build_context, rank_graph_chunks
+from ragkit.query.items import ChunkItem, EntityItem, RelationItem, round_robin
+from ragkit.query.keywords import Keywords, extract_keywords
+from ragkit.query.scope import Restrictor, resolve_scope
+from ragkit.query.search import Searcher
+from ragkit.schema import QueryParam, QueryResult, Reference
+from ragkit.tokenizer import request_tokens
+
+
+class Querier:
+    def __init__(
+        self,
+        stores: Stores,
+        llm: CachedLLM | None,
+        embedder: Embedder,
+        tokenizer: Tokenizer,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.stores = stores
+        self.llm = llm
+        self.embedder = embedder
+        self.tokenizer = tokenizer
+        self.reranker = reranker
+
+    async def query(self, question: str, param: QueryParam | None = None) -> QueryResult:
+        param = param or QueryParam()
+        if not question.strip():
+            raise InvalidValueError("the question is empty; ask something")
+        run = _Run(param)
+        if param.mode == "bypass":
+            return await self._answer(question, param, run, build_bypass_request(
+                question, history=param.history, response_type=param.response_type, language=param.language
+            ), context=None)
+        with run.stage("keywords"):
+            keywords = await self._keywords(question, param, run)
+        with run.stage("search"):
+            entities, relations, vector_chunks = await self._search(question, param, keywords)
+        with run.stage("chunks"):
+            candidates = await self._candidates(question, param, entities, relations, vector_chunks)
+        with run.stage("context"):
+            context = build_context(entities, relations, candidates, self.tokenizer, self._budget(question, param))
+        request = build_answer_request(
+            question, context.text, history=param.history, response_type=param.response_type,
+            language=param.language, user_instructions=param.user_prompt,
+        )
+        run.meta.update(keywords=keywords.model_dump(), tokens=_tokens(context, self.tokenizer, request, question))
+        run.meta.update(dropped_unsupported=context.dropped_unsupported, truncated=context.truncated)
+        return await self._answer(question, param, run, request, context)
+
+    # -- stages ----------------------------------------------------------------
+
+    async def _keywords(self, question: str, param: QueryParam, run: _Run) -> Keywords:
+        before = self.llm.stats.cache_hits["keywords"] if self.llm else 0
+        keywords = await extract_keywords(
+            question, high=param.high_level_keywords, low=param.low_level_keywords,
+            llm=self.llm, language=param.language,
+        )
+        if self.llm and self.llm.stats.cache_hits["keywords"] > before:
+            run.cache_hits.append("keywords")
+        return keywords
+
+    async def _search(
+        self, question: str, param: QueryParam, keywords: Keywords
+    ) -> tuple[list[EntityItem], list[RelationItem], list[ChunkItem]]:
+        scope = await resolve_scope(self.stores, param.doc_ids, param.doc_filter)
+        restrictor = Restrictor(self.stores, Merger(None, self.tokenizer, MergeConfig()), scope) if scope else None
+        searcher = Searcher(self.stores, self.embedder, scope, restrictor)
+        if scope is not None and not scope.doc_ids:
+            return [], [], []
+        entities: list[EntityItem] = []
+        relations: list[RelationItem] = []
+        if param.mode in ("local", "hybrid", "mix"):
+            entities, relations = await searcher.local(keywords.low_level, param.top_k)
+        if param.mode in ("global", "hybrid", "mix"):
+            g_entities, g_relations = await searcher.global_(keywords.high_level, param.top_k)
+            entities = round_robin(entities, g_entities)
+            relations = round_robin(relations, g_relations)
+        chunks = await searcher.chunks(question, param.chunk_top_k) if param.mode in ("naive", "mix") else []
+        return entities, relations, chunks
+
+    async def _candidates(
+        self,
+        question: str,
+        param: QueryParam,
+        entities: list[EntityItem],
+        relations: list[RelationItem],
+        vector_chunks: list[ChunkItem],
+    ) -> list[ChunkItem]:
+        """Supporting chunks of the found items, merged with the vector-found ones."""
+        ranked = rank_graph_chunks(entities, relations)
+        records = await self.stores.chunks.get_many([cid for cid, _ in ranked])
+        graph_chunks = [
+            ChunkItem(cid, rec["content"], rec["doc_id"], rec.get("file_path"), "graph_sources",
+                      support=support, tokens=int(rec.get("tokens", 0)))
+            for (cid, support), rec in zip(ranked, records)
+            if rec is not None
+        ]
+        if param.chunk_ranking == "similarity" and graph_chunks:
+            await self._by_similarity(question, graph_chunks)
+        merged = round_robin(graph_chunks, vector_chunks)
+        if self.reranker is not None and param.enable_rerank and merged:
+            scores = await self.reranker.scores(question, [c.content for c in merged])
+            order = sorted(range(len(merged)), key=lambda i: (-float(scores[i]), i))
+            merged = [merged[i] for i in order]
+        return merged
+
+    async def _by_similarity(self, question: str, chunks: list[ChunkItem]) -> None:
+        query = (await self.embedder.embed([question]))[0]
+        records = await self.stores.chunk_vectors.get([c.id for c in chunks])
+        for chunk, rec in zip(chunks, records):
+            if rec is not None:
+                vec = np.asarray(rec.vector, dtype=np.float32)
+                chunk.score = float(vec @ query / ((np.linalg.norm(vec) * np.linalg.norm(query)) or 1.0))
+        chunks.sort(key=lambda c: (-(c.score if c.score is not None else -2.0), c.id))
+
+    def _budget(self, question: str, param: QueryParam) -> Budget:
+        empty = build_answer_request(
+            question, "", history=param.history, response_type=param.response_type,
+            language=param.language, user_instructions=param.user_prompt,
+        )
+        fixed = request_tokens(self.tokenizer, empty)
+        if fixed >= param.max_total_tokens:
+            raise InvalidValueError(
+                f"the question, history and answer instructions take {fixed} tokens, not less than "
+                f"max_total_tokens={param.max_total_tokens}: raise max_total_tokens or shorten the history"
+            )
+        return Budget(param.max_entity_tokens, param.max_relation_tokens, param.max_total_tokens, fixed)
+
+    async def _answer(
+        self, question: str, param: QueryParam, run: _Run, request: ChatRequest, context: Context | None
+    ) -> QueryResult:
+        result = _result(context, run)
+        if param.only_need_context and context is not None:
+            return run.finish(result)
+        if param.only_need_prompt:
+            result.prompt = _render_prompt(request)
+            return run.finish(result)
+        if self.llm is None:
+            raise ConfigError(
+                "no LLM configured to answer: set [llm] name in ragkit.toml or RAGKIT_LLM, "
+                "or ask for the context only (only_need_context)"
+            )
+        if param.stream:
+            result.stream = self._stream(request, result, run)
+            return run.finish(result)
+        use_cache = not param.history  # a conversation's answers depend on more than this request
+        hits = self.llm.stats.cache_hits["answer"]
+        with run.stage("answer"):
+            result.answer = await self.llm.complete(request, use_cache=use_cache)
+        if self.llm.stats.cache_hits["answer"] > hits:
+            run.cache_hits.append("answer")
+        return run.finish(result)
+
+    async def _stream(self, request: ChatRequest, result: QueryResult, run: _Run) -> AsyncIterator[str]:
+        assert self.llm is not None
+        pieces: list[str] = []
+        started = time.perf_counter()
+        async for piece in self.llm.stream(request):
+            pieces.append(piece)
+            yield piece
+        result.answer = "".join(pieces)
+        result.metadata["timings"]["answer"] = round(time.perf_counter() - started, 6)
+
+
+class _Run:
+    """Timings and cache hits of one query."""
+
+    def __init__(self, param: QueryParam) -> None:
+        self.param = param
+        self.timings: dict[str, float] = {}
+        self.cache_hits: list[str] = []
+        self.meta: dict = {}
+        self.started = time.perf_counter()
+
+    @contextmanager
+    def stage(self, name: str):
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = round(time.perf_counter() - started, 6)
+
+    def finish(self, result: QueryResult) -> QueryResult:
+        self.timings["total"] = round(time.perf_counter() - self.started, 6)
+        result.metadata = {"mode": self.param.mode, **self.meta, "timings": self.timings, "cache_hits": self.cache_hits}
+        return result
+
+
+def _result(context: Context | None, run: _Run) -> QueryResult:
+    if context is None:
+        return QueryResult()
+    return QueryResult(
+        context=context.text,
+        entities=[{"key": e.key, **_public(e.props), "stage": e.stage, "score": e.score, "degree": e.degree}
+                  for e in context.entities],
+        relations=[{"key": list(r.key), **_public(r.props), "stage": r.stage, "score": r.score, "degree": r.degree}
+                   for r in context.relations],
+        chunks=[{"id": c.id, "doc_id": c.doc_id, "file_path": c.file_path, "reference": c.reference,
+                 "stage": c.stage, "score": c.score, "support": c.support, "content": c.content}
+                for c in context.chunks],
+        references=[Reference(number=n, doc_id=d, file_path=p, chunk_ids=ids) for n, d, p, ids in context.references],
+    )
+
+
+def _public(props: dict) -> dict:
+    return {k: v for k, v in props.items() if k != "key"}
+
+
+def _tokens(context: Context, tokenizer: Tokenizer, request: ChatRequest, question: str) -> dict[str, int]:
+    return {
+        **context.tokens,
+        "question": tokenizer.count(question),
+        "prompt_total": request_tokens(tokenizer, request),
+    }
+
+
+def _render_prompt(request: ChatRequest) -> str:
+    parts = [f"[system]\n{request.system}"] if request.system else []
+    parts += [f"[{m.role}]\n{m.content}" for m in request.history]
+    parts.append(f"[user]\n{request.prompt}")
+    return "\n\n".join(parts)

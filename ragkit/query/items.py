@@ -1,0 +1,68 @@
+"""What the retrieval stages find: entities, relations and chunks, each with the
+stage that found it and its score *in that stage's own index* (scores from
+different indexes are never added together or compared)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Pair = tuple[str, str]
+
+
+@dataclass
+class EntityItem:
+    key: str
+    props: dict[str, Any]
+    stage: str
+    """``entity_vectors`` (local search) or ``relation_endpoints`` (global search)."""
+    score: float | None = None
+    degree: int = 0
+
+    @property
+    def sources(self) -> list[str]:
+        return list(self.props.get("source_ids", []))
+
+
+@dataclass
+class RelationItem:
+    key: Pair
+    props: dict[str, Any]
+    stage: str
+    """``relation_vectors`` (global search) or ``entity_edges`` (local search)."""
+    score: float | None = None
+    degree: int = 0
+    """Sum of the endpoints' degrees: how central the relation is."""
+
+    @property
+    def sources(self) -> list[str]:
+        return list(self.props.get("source_ids", []))
+
+
+@dataclass
+class ChunkItem:
+    id: str
+    content: str
+    doc_id: str
+    file_path: str | None
+    stage: str
+    """``chunk_vectors`` (naive, mix) or ``graph_sources`` (cited by found items)."""
+    score: float | None = None
+    support: int = 0
+    """How many kept entities and relations cite this chunk."""
+    tokens: int = 0
+    reference: int = 0
+    supports: list[str] = field(default_factory=list)
+
+
+def round_robin(*lists: list) -> list:
+    """Interleave ranked lists, first come first kept (by ``key`` or ``id``)."""
+    out, seen = [], set()
+    for i in range(max((len(x) for x in lists), default=0)):
+        for items in lists:
+            if i < len(items):
+                key = getattr(items[i], "key", None) or items[i].id
+                if key not in seen:
+                    seen.add(key)
+                    out.append(items[i])
+    return out

@@ -1,0 +1,112 @@
+"""Search stage: keywords in, ranked entities, relations and chunks out.
+
+- local: low-level keywords -> entity vectors -> nodes -> their edges;
+- global: high-level keywords -> relation vectors -> edges -> their endpoints;
+- naive: the question -> chunk vectors.
+
+Graph neighbourhoods are ranked by degree, then weight. Vector hits keep their
+own index's similarity; graph-found items have no score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragkit.pipeline.stores import Stores
+from ragkit.protocols import Embedder
+from ragkit.query.items import ChunkItem, EntityItem, Pair, RelationItem
+from ragkit.query.scope import Restrictor, Scope
+
+OVERSAMPLE = 4
+"""A scoped search asks each index for this many times ``top_k``: hits outside
+the scope are dropped afterwards (entity and relation vectors carry no doc ids)."""
+
+
+@dataclass
+class Searcher:
+    stores: Stores
+    embedder: Embedder
+    scope: Scope | None = None
+    restrictor: Restrictor | None = None
+
+    async def embed(self, text: str) -> np.ndarray:
+        return (await self.embedder.embed([text]))[0]
+
+    async def local(self, keywords: list[str], top_k: int) -> tuple[list[EntityItem], list[RelationItem]]:
+        if not keywords:
+            return [], []
+        hits = await self.stores.entity_vectors.query(await self.embed(", ".join(keywords)), self._k(top_k))
+        keys = [str(h.metadata.get("key", "")) for h in hits]
+        nodes = await self.stores.graph.get_nodes(keys)
+        degrees = await self.stores.graph.degrees(keys)
+        entities = [
+            EntityItem(key, props, "entity_vectors", h.score, degree)
+            for key, props, h, degree in zip(keys, nodes, hits, degrees)
+            if props is not None
+        ]
+        entities = (await self._restrict_entities(entities))[:top_k]
+        return entities, await self._edges_of([e.key for e in entities])
+
+    async def global_(self, keywords: list[str], top_k: int) -> tuple[list[EntityItem], list[RelationItem]]:
+        if not keywords:
+            return [], []
+        hits = await self.stores.relation_vectors.query(await self.embed(", ".join(keywords)), self._k(top_k))
+        pairs: list[Pair] = [(str(h.metadata.get("source", "")), str(h.metadata.get("target", ""))) for h in hits]
+        edges = await self.stores.graph.get_edges(pairs)
+        degrees = await self.stores.graph.edge_degrees(pairs)
+        relations = [
+            RelationItem(pair, props, "relation_vectors", h.score, degree)
+            for pair, props, h, degree in zip(pairs, edges, hits, degrees)
+            if props is not None
+        ]
+        relations = (await self._restrict_relations(relations))[:top_k]
+        return await self._endpoints(relations), relations
+
+    async def chunks(self, question: str, top_k: int) -> list[ChunkItem]:
+        flt = self.scope.vector_filter if self.scope else None
+        hits = await self.stores.chunk_vectors.query(await self.embed(question), top_k, filter=flt)
+        records = await self.stores.chunks.get_many([h.id for h in hits])
+        return [
+            ChunkItem(h.id, rec["content"], rec["doc_id"], rec.get("file_path"), "chunk_vectors", h.score,
+                      tokens=int(rec.get("tokens", 0)))
+            for h, rec in zip(hits, records)
+            if rec is not None
+        ]
+
+    # -- graph neighbourhoods --------------------------------------------------
+
+    async def _edges_of(self, keys: list[str]) -> list[RelationItem]:
+        """Every edge of the found nodes, most connected first, then heaviest."""
+        pairs = list(dict.fromkeys(p for edges in await self.stores.graph.nodes_edges(keys) if edges for p in edges))
+        edges = await self.stores.graph.get_edges(pairs)
+        degrees = await self.stores.graph.edge_degrees(pairs)
+        relations = [
+            RelationItem(pair, props, "entity_edges", None, degree)
+            for pair, props, degree in zip(pairs, edges, degrees)
+            if props is not None
+        ]
+        relations.sort(key=lambda r: (-r.degree, -float(r.props.get("weight", 0.0)), r.key))
+        return await self._restrict_relations(relations)
+
+    async def _endpoints(self, relations: list[RelationItem]) -> list[EntityItem]:
+        """Endpoints in the order their relations were found."""
+        keys = list(dict.fromkeys(k for r in relations for k in r.key))
+        nodes = await self.stores.graph.get_nodes(keys)
+        degrees = await self.stores.graph.degrees(keys)
+        entities = [
+            EntityItem(key, props, "relation_endpoints", None, degree)
+            for key, props, degree in zip(keys, nodes, degrees)
+            if props is not None
+        ]
+        return await self._restrict_entities(entities)
+
+    def _k(self, top_k: int) -> int:
+        return top_k * OVERSAMPLE if self.scope else top_k
+
+    async def _restrict_entities(self, items: list[EntityItem]) -> list[EntityItem]:
+        return await self.restrictor.entities(items) if self.restrictor else items
+
+    async def _restrict_relations(self, items: list[RelationItem]) -> list[RelationItem]:
+        return await self.restrictor.relations(items) if self.restrictor else items

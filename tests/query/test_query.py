@@ -1,0 +1,235 @@
+"""The query pipeline on a replay-indexed MuSiQue subset: budgets, evidence,
+citations, scope, caching, streaming, every mode."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragkit.errors import ConfigError, InvalidValueError
+from ragkit.pipeline.extract import ChunkExtraction
+from ragkit.schema import QueryParam
+from ragkit.testing import ScriptedLLM
+from ragkit.tokenizer import request_tokens
+
+from .conftest import make_rag, supporting_titles
+
+GRAPH_MODES = ["local", "global", "hybrid", "mix"]
+CONTEXT_MODES = [*GRAPH_MODES, "naive"]
+BUDGETS = {
+    "default": {},
+    "tight": {"max_entity_tokens": 600, "max_relation_tokens": 700, "max_total_tokens": 4000},
+    "tiny": {"max_entity_tokens": 150, "max_relation_tokens": 150, "max_total_tokens": 1800},
+}
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+@pytest.mark.parametrize("mode", CONTEXT_MODES)
+async def test_context_stays_within_every_budget_and_references_resolve(indexed, questions, mode, budget):
+    param = QueryParam(mode=mode, only_need_context=True, **BUDGETS[budget])
+    async with make_rag(indexed) as rag:
+        for q in questions:
+            result = await rag.aquery(q["question"], param)
+            count = rag.tokenizer.count
+            entity_lines = [line for line in result.context.splitlines() if line.startswith('{"entity":')]
+            relation_lines = [line for line in result.context.splitlines() if line.startswith('{"entity1"')]
+            assert len(entity_lines) == len(result.entities) and len(relation_lines) == len(result.relations)
+            tokens = result.metadata["tokens"]
+            assert tokens["entities"] <= param.max_entity_tokens
+            assert tokens["relations"] <= param.max_relation_tokens
+            assert tokens["prompt_total"] <= param.max_total_tokens
+            assert tokens["context"] == count(result.context)
+            # The prompt really sent would be this size: rebuild and count it.
+            prompt = (await rag.aquery(q["question"], param.model_copy(update={
+                "only_need_context": False, "only_need_prompt": True}))).prompt
+            assert result.context in prompt
+            assert result.chunks, "every question should find some source chunk"
+            stored = await rag.stores.chunks.get_many([c["id"] for c in result.chunks])
+            for chunk, record in zip(result.chunks, stored):
+                assert record is not None and record["doc_id"] == chunk["doc_id"]
+            by_number = {r.number: r for r in result.references}
+            assert sorted(by_number) == list(range(1, len(by_number) + 1))
+            for chunk in result.chunks:
+                ref = by_number[chunk["reference"]]
+                assert ref.doc_id == chunk["doc_id"] and chunk["id"] in ref.chunk_ids
+
+
+@pytest.mark.parametrize("mode", GRAPH_MODES)
+async def test_no_kept_claim_lacks_a_kept_source_chunk(indexed, questions, mode):
+    for budget in BUDGETS.values():
+        param = QueryParam(mode=mode, only_need_context=True, **budget)
+        async with make_rag(indexed) as rag:
+            for q in questions:
+                result = await rag.aquery(q["question"], param)
+                kept = {c["id"] for c in result.chunks}
+                for item in [*result.entities, *result.relations]:
+                    assert kept & set(item["source_ids"]), f"{item['key']} kept without evidence"
+                lines = [json.loads(x) for x in result.context.splitlines() if x.startswith('{"entity')]
+                numbers = {r.number for r in result.references}
+                assert all(set(line.get("refs", [])) <= numbers and line.get("refs") for line in lines)
+
+
+@pytest.mark.parametrize("mode", CONTEXT_MODES)
+async def test_every_mode_finds_supporting_passages_for_most_questions(indexed, questions, mode):
+    found = 0
+    async with make_rag(indexed) as rag:
+        for q in questions:
+            result = await rag.aquery(q["question"], mode=mode, only_need_context=True)
+            titles = {c["content"].split("\n", 1)[0] for c in result.chunks}
+            found += bool(titles & supporting_titles(q))
+    assert found > len(questions) / 2, f"{mode}: {found}/{len(questions)}"
+
+
+async def test_chunks_of_one_document_share_its_reference(tmp_path):
+    text = "\n\n".join(
+        f"Section {i}. The Haijia project buys control boards from Yingchuan, batch {i}." * 6 for i in range(6)
+    )
+    scripted = ScriptedLLM(script=lambda r: (
+        "entity<|#|>Haijia<|#|>project<|#|>Haijia buys boards.\n"
+        "entity<|#|>Yingchuan<|#|>organization<|#|>Yingchuan sells boards.\n"
+        "relation<|#|>Haijia<|#|>Yingchuan<|#|>supply<|#|>Haijia buys control boards from Yingchuan.\n<|COMPLETE|>"
+        if r.role == "extraction" else '{"high_level_keywords": ["supply"], "low_level_keywords": ["Haijia"]}'))
+    async with make_rag(tmp_path, llm=scripted) as rag:
+        rag.index_config = rag.index_config.model_copy(update={"chunk_size": 60, "chunk_overlap": 0})
+        await rag.ainsert([text, "Qinghe started a backup-supplier review."])
+        result = await rag.aquery("Who supplies Haijia?", mode="mix", only_need_context=True)
+    multi = [r for r in result.references if len(r.chunk_ids) > 1]
+    assert multi, "the long document should contribute several chunks"
+    for chunk in result.chunks:
+        assert chunk["reference"] == next(r.number for r in result.references if r.doc_id == chunk["doc_id"])
+
+
+async def test_scoped_query_never_shows_other_documents(indexed, questions):
+    async with make_rag(indexed) as rag:
+        everything = [r async for r in _processed(rag)]
+        scope = [r.id for r in everything[::4]]
+        allowed_chunks = {c for r in everything if r.id in scope for c in r.chunk_ids}
+        extractions = [
+            ChunkExtraction.model_validate(x)
+            for x in await rag.stores.extractions.get_many(sorted(allowed_chunks)) if x
+        ]
+        statements = {line for ex in extractions for item in [*ex.entities, *ex.relations]
+                      for line in item.description.splitlines()}
+        for q in questions:
+            for mode in CONTEXT_MODES:
+                result = await rag.aquery(q["question"], mode=mode, only_need_context=True, doc_ids=scope)
+                assert {c["doc_id"] for c in result.chunks} <= set(scope)
+                for item in [*result.entities, *result.relations]:
+                    assert set(item["source_ids"]) <= allowed_chunks
+                    for line in item["description"].splitlines():
+                        assert line in statements, f"{line!r} comes from outside the scope"
+
+
+async def test_scope_by_document_metadata(indexed, questions):
+    async with make_rag(indexed) as rag:
+        group = {r.id for r in [r async for r in _processed(rag)] if r.metadata.get("group") == 1}
+        result = await rag.aquery(questions[0]["question"], mode="mix", only_need_context=True,
+                                  doc_filter={"group": 1})
+        assert result.chunks and {c["doc_id"] for c in result.chunks} <= group
+        with pytest.raises(InvalidValueError, match="document filter"):
+            await rag.aquery("x", only_need_context=True, doc_filter={"group": {"$gt": 1}})
+
+
+async def test_answers_are_cached_by_every_parameter_and_never_with_history(workdir, questions):
+    question = questions[0]["question"]
+    async with make_rag(workdir) as rag:
+        first = await rag.aquery(question, mode="mix")
+        assert first.answer and "answer" not in first.metadata["cache_hits"]
+        again = await rag.aquery(question, mode="mix")
+        assert again.answer == first.answer and set(again.metadata["cache_hits"]) == {"keywords", "answer"}
+        for change in ({"mode": "hybrid"}, {"top_k": 5}, {"response_type": "One sentence"},
+                       {"user_prompt": "Be brief."}, {"max_total_tokens": 5000}, {"chunk_top_k": 3},
+                       {"doc_ids": [first.references[0].doc_id]}, {"language": "French"}):
+            changed = await rag.aquery(question, **{"mode": "mix", **change})
+            assert "answer" not in changed.metadata["cache_hits"], change
+        calls = rag.llm.stats.calls["answer"]
+        history = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+        await rag.aquery(question, mode="mix", history=history)
+        await rag.aquery(question, mode="mix", history=history)
+        assert rag.llm.stats.calls["answer"] == calls + 2
+
+
+async def test_history_reaches_the_answer_call_only(workdir, questions):
+    llm = ScriptedLLM(script=lambda r: '{"high_level_keywords": ["a"], "low_level_keywords": ["b"]}'
+                      if r.role == "keywords" else "An answer [1].")
+    history = [{"role": "user", "content": "Earlier question"}, {"role": "assistant", "content": "Earlier answer"}]
+    async with make_rag(workdir, llm=llm) as rag:
+        await rag.aquery(questions[0]["question"], mode="mix", history=history)
+    roles = {r.role: r for r in llm.requests}
+    assert roles["keywords"].history == ()
+    assert [m.content for m in roles["answer"].history] == ["Earlier question", "Earlier answer"]
+    with pytest.raises(InvalidValueError, match="history"):
+        async with make_rag(workdir, llm=llm) as rag:
+            await rag.aquery("q", history=[{"role": "robot", "content": "x"}])
+
+
+@pytest.mark.parametrize("mode", [*CONTEXT_MODES, "bypass"])
+async def test_streaming_yields_the_same_text_as_non_streaming(workdir, questions, mode):
+    question = questions[1]["question"]
+    async with make_rag(workdir) as rag:
+        whole = await rag.aquery(question, mode=mode)
+        streamed = await rag.aquery(question, mode=mode, stream=True)
+        assert streamed.answer is None
+        pieces = [piece async for piece in streamed.stream]
+        assert len(pieces) >= 1 and "".join(pieces) == whole.answer == streamed.answer
+        assert "answer" not in streamed.metadata["cache_hits"]
+
+
+async def test_user_keywords_skip_the_keyword_call_and_bypass_skips_retrieval(workdir, questions):
+    llm = ScriptedLLM(script=lambda r: "plain answer")
+    async with make_rag(workdir, llm=llm) as rag:
+        result = await rag.aquery(questions[0]["question"], mode="hybrid", only_need_context=True,
+                                  high_level_keywords=["journal"], low_level_keywords=["American Psychological Association"])
+        assert llm.requests == [] and result.metadata["keywords"]["source"] == "user"
+        assert result.entities
+        bypass = await rag.aquery("What is 2 + 2?", mode="bypass")
+    assert bypass.answer == "plain answer" and bypass.context == "" and bypass.chunks == []
+    assert [r.role for r in llm.requests] == ["answer"]
+
+
+async def test_no_keywords_falls_back_to_the_question(workdir):
+    llm = ScriptedLLM(script=lambda r: "Sorry, I cannot produce JSON." if r.role == "keywords" else "ok")
+    async with make_rag(workdir, llm=llm) as rag:
+        result = await rag.aquery("Who founded the American Psychological Association?", mode="local",
+                                  only_need_context=True)
+    keywords = result.metadata["keywords"]
+    assert keywords["source"] == "question" and keywords["warnings"]
+    assert keywords["low_level"] == ["Who founded the American Psychological Association?"]
+    assert result.entities
+
+
+async def test_clear_errors_for_bad_queries(workdir):
+    async with make_rag(workdir) as rag:
+        with pytest.raises(InvalidValueError, match="question is empty"):
+            await rag.aquery("   ")
+        with pytest.raises(InvalidValueError, match="raise max_total_tokens"):
+            await rag.aquery("What?", max_total_tokens=50, only_need_context=True)
+    rag = make_rag(workdir)
+    with pytest.raises(ConfigError, match="async API"):
+        rag.query("What?", stream=True)
+
+
+def test_sync_query_wrapper(workdir, questions):
+    result = make_rag(workdir).query(questions[0]["question"], mode="naive")
+    assert result.answer and result.references
+
+
+async def _processed(rag):
+    cursor = None
+    while True:
+        page = await rag.stores.doc_status.list_page(None, 500, cursor)
+        for record in page.items:
+            yield record
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+
+
+def test_request_tokens_counts_every_message(workdir):
+    from ragkit.protocols import ChatRequest
+    from ragkit.protocols.models import Message
+
+    tok = make_rag(workdir).tokenizer
+    request = ChatRequest(prompt="one two", system="three", history=(Message(role="user", content="four five"),))
+    assert request_tokens(tok, request) == tok.count("one two") + tok.count("three") + tok.count("four five")
