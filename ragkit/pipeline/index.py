@@ -1,12 +1,13 @@
 """Insert and delete: the write side, from documents to graph and indexes.
 
 Documents are extracted concurrently (LLM calls bounded by one semaphore) and
-handed to a single committer as they finish. The committer writes whatever
-documents are ready in one batch: chunks, extractions, the graph update and
-vectors, then a flush, and only then marks them processed. So a document is
-``processed`` only when everything about it is durable, and a document found
-``processing`` after a crash is removed and redone; the LLM cache makes the
-redo free.
+handed to a single committer as they finish. The committer writes them in
+batches of ``max_batch_docs`` (the last one smaller): chunks, extractions, the
+graph update and vectors, then a flush, and only then marks them processed.
+Its summary calls go before waiting extraction calls (``llm_cache``). So a
+document is ``processed`` only when everything about it is durable, and a
+document found ``processing`` after a crash is removed and redone; the LLM
+cache makes the redo free.
 """
 
 from __future__ import annotations
@@ -119,9 +120,11 @@ class Indexer:
         try:
             remaining = len(todo)
             while remaining:
+                # Full batches only (the last excepted): a batch re-merges every
+                # entity it touches, so small ones cost summary calls and flushes.
                 batch = [await queue.get()]
-                while not queue.empty() and len(batch) < self.config.max_batch_docs:
-                    batch.append(queue.get_nowait())
+                while len(batch) < min(remaining, self.config.max_batch_docs):
+                    batch.append(await queue.get())
                 remaining -= len(batch)
                 await self._commit(batch, report)
         finally:
@@ -154,7 +157,7 @@ class Indexer:
         failed = [o for o in batch if o.error is not None]
         chunks = [c for o in ok for c in o.chunks]
         extractions = [e for o in ok for e in o.extractions]
-        await self.stores.chunks.upsert({c.id: _chunk_record(c) for c in chunks})
+        await self.stores.chunks.upsert({c.id: chunk_record(c) for c in chunks})
         await self.stores.extractions.upsert({e.chunk_id: e.model_dump(mode="json") for e in extractions})
         changes = Changes()
         for ex in extractions:
@@ -162,7 +165,7 @@ class Indexer:
         await self.updater.apply(changes)
         vectors = await embed_all(self.embedder, [c.content for c in chunks])
         await self.stores.chunk_vectors.upsert(
-            [c.id for c in chunks], vectors, [_chunk_meta(c) for c in chunks]
+            [c.id for c in chunks], vectors, [chunk_meta(c) for c in chunks]
         )
         await self.stores.flush()
         # Before the status: a processed document is never redone, so its old
@@ -279,11 +282,11 @@ class Indexer:
         return list(dict.fromkeys(out))
 
 
-def _chunk_record(chunk: Chunk) -> dict:
+def chunk_record(chunk: Chunk) -> dict:
     return chunk.model_dump(mode="json", exclude={"id"})
 
 
-def _chunk_meta(chunk: Chunk) -> dict:
+def chunk_meta(chunk: Chunk) -> dict:
     meta = {"doc_id": chunk.doc_id, "order": chunk.order}
     if chunk.file_path:
         meta["file_path"] = chunk.file_path
