@@ -44,3 +44,10 @@ def register_tokenizers(register):
     from ragkit.tokenizer import TiktokenTokenizer
 
     register(TiktokenTokenizer)
+
+
+@hookimpl
+def register_llms(register):
+    from ragkit.offline import OfflineLLM
+
+    register(OfflineLLM)

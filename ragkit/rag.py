@@ -13,13 +13,17 @@ from typing import Any
 
 from ragkit.backends import build_model
 from ragkit.errors import ConfigError
+from ragkit.offline import default_llm
 from ragkit.pipeline.index import IndexConfig, Indexer, IndexReport, Progress
 from ragkit.pipeline.llm_cache import CachedLLM
 from ragkit.pipeline.load import LoadReport, load_documents
+from ragkit.pipeline.edit import CustomKG, CustomKGReport, GraphEditor
+from ragkit.pipeline.export import ExportSummary, export_graph
 from ragkit.pipeline.stores import Stores
 from ragkit.plugins import create_model
-from ragkit.protocols import LLM, Embedder, Tokenizer
-from ragkit.schema import DocStatus, Document
+from ragkit.protocols import LLM, Embedder, Reranker, Tokenizer
+from ragkit.query.engine import Querier
+from ragkit.schema import DocStatus, Document, QueryParam, QueryResult
 from ragkit.settings import Settings, load_settings
 
 
@@ -30,6 +34,7 @@ class RAG:
         *,
         llm: LLM | str | None = None,
         embedder: Embedder | str | None = None,
+        reranker: Reranker | str | None = None,
         tokenizer: Tokenizer | None = None,
         index: IndexConfig | None = None,
         progress: Progress | None = None,
@@ -39,6 +44,7 @@ class RAG:
         self.settings = settings.model_copy(update=overrides) if overrides else settings
         self.embedder: Embedder = _model("embedder", embedder, self.settings)
         self.tokenizer: Tokenizer = tokenizer or build_model(self.settings, "tokenizer")
+        self.reranker: Reranker | None = _model("reranker", reranker, self.settings)
         self._llm = llm
         self.index_config = index or self.settings.index
         self.progress = progress
@@ -71,10 +77,7 @@ class RAG:
         if self._cached_llm is None:
             llm = _model("llm", self._llm, self.settings)
             if llm is None:
-                raise ConfigError(
-                    "no LLM configured: set [llm] name in ragkit.toml or RAGKIT_LLM "
-                    "(installed: see `ragkit plugins`)"
-                )
+                llm = default_llm()  # the offline rules; says so once per process on stderr
             self._cached_llm = CachedLLM(llm, self.stores.llm_cache, self.index_config.llm_concurrency)
         return self._cached_llm
 
@@ -102,6 +105,24 @@ class RAG:
         counts = await self.stores.doc_status.counts()
         return {s.value: counts.get(s, 0) for s in DocStatus}
 
+    # -- read side -------------------------------------------------------------
+
+    def querier(self) -> Querier:
+        return Querier(self.stores, self.llm, self.embedder, self.tokenizer, self.reranker)
+
+    async def aquery(self, question: str, param: QueryParam | None = None, **options: Any) -> QueryResult:
+        """Answer ``question``; ``options`` are QueryParam fields (``mode="local"``)."""
+        param = (param or QueryParam()).model_copy(update=options) if options else (param or QueryParam())
+        QueryParam.model_validate(param.model_dump())  # options given as keywords are checked too
+        await self.aopen()
+        return await self.querier().query(question, param)
+
+    def query(self, question: str, param: QueryParam | None = None, **options: Any) -> QueryResult:
+        """Sync form; with ``stream=True`` use ``aquery`` (a stream needs a running loop)."""
+        if options.get("stream") or (param is not None and param.stream):
+            raise ConfigError("stream=True needs the async API: `async for piece in (await rag.aquery(...)).stream`")
+        return asyncio.run(self._once(self.aquery(question, param, **options)))
+
     def insert(self, inputs: Any) -> tuple[LoadReport, IndexReport]:
         return asyncio.run(self._once(self.ainsert(inputs)))
 
@@ -117,6 +138,90 @@ class RAG:
             return await coro
         finally:
             await self.aclose()
+
+    # -- graph editing and export ------------------------------------------------
+
+    def editor(self) -> GraphEditor:
+        """Edits recompute with the indexer's merger (and so its LLM), so that an
+        edited graph is what indexing the edited facts would give."""
+        return GraphEditor(self.stores, self.indexer().updater)
+
+    async def _edit(self, op: str, *args: Any, **kwargs: Any) -> Any:
+        await self.aopen()
+        return await getattr(self.editor(), op)(*args, **kwargs)
+
+    async def acreate_entity(self, name: str, type: str = "entity", description: str = "") -> dict:
+        return await self._edit("create_entity", name, type, description)
+
+    async def aedit_entity(self, name: str, *, description: str | None = None, type: str | None = None) -> dict:
+        return await self._edit("edit_entity", name, description=description, type=type)
+
+    async def arename_entity(self, old: str, new: str) -> dict:
+        return await self._edit("rename_entity", old, new)
+
+    async def adelete_entity(self, name: str) -> None:
+        await self._edit("delete_entity", name)
+
+    async def amerge_entities(self, sources: list[str], target: str) -> dict:
+        return await self._edit("merge_entities", sources, target)
+
+    async def acreate_relation(
+        self, source: str, target: str, keywords: str = "", description: str = "", strength: float = 1.0
+    ) -> dict:
+        return await self._edit("create_relation", source, target, keywords, description, strength)
+
+    async def aedit_relation(
+        self, source: str, target: str, *,
+        keywords: str | None = None, description: str | None = None, weight: float | None = None,
+    ) -> dict:
+        return await self._edit("edit_relation", source, target, keywords=keywords, description=description, weight=weight)
+
+    async def adelete_relation(self, source: str, target: str) -> None:
+        await self._edit("delete_relation", source, target)
+
+    async def ainsert_custom_kg(self, kg: CustomKG | dict) -> CustomKGReport:
+        return await self._edit("insert_custom_kg", CustomKG.model_validate(kg))
+
+    async def aexport(self, path: str | Path, format: str | None = None) -> ExportSummary:
+        """Needs no LLM: it only reads the stores."""
+        await self.aopen()
+        return await export_graph(self.stores, path, format)
+
+    def create_entity(self, name: str, type: str = "entity", description: str = "") -> dict:
+        return asyncio.run(self._once(self.acreate_entity(name, type, description)))
+
+    def edit_entity(self, name: str, *, description: str | None = None, type: str | None = None) -> dict:
+        return asyncio.run(self._once(self.aedit_entity(name, description=description, type=type)))
+
+    def rename_entity(self, old: str, new: str) -> dict:
+        return asyncio.run(self._once(self.arename_entity(old, new)))
+
+    def delete_entity(self, name: str) -> None:
+        asyncio.run(self._once(self.adelete_entity(name)))
+
+    def merge_entities(self, sources: list[str], target: str) -> dict:
+        return asyncio.run(self._once(self.amerge_entities(sources, target)))
+
+    def create_relation(
+        self, source: str, target: str, keywords: str = "", description: str = "", strength: float = 1.0
+    ) -> dict:
+        return asyncio.run(self._once(self.acreate_relation(source, target, keywords, description, strength)))
+
+    def edit_relation(
+        self, source: str, target: str, *,
+        keywords: str | None = None, description: str | None = None, weight: float | None = None,
+    ) -> dict:
+        coro = self.aedit_relation(source, target, keywords=keywords, description=description, weight=weight)
+        return asyncio.run(self._once(coro))
+
+    def delete_relation(self, source: str, target: str) -> None:
+        asyncio.run(self._once(self.adelete_relation(source, target)))
+
+    def insert_custom_kg(self, kg: CustomKG | dict) -> CustomKGReport:
+        return asyncio.run(self._once(self.ainsert_custom_kg(kg)))
+
+    def export(self, path: str | Path, format: str | None = None) -> ExportSummary:
+        return asyncio.run(self._once(self.aexport(path, format)))
 
 
 def _model(kind: str, given: Any, settings: Settings) -> Any:

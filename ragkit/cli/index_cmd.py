@@ -83,7 +83,7 @@ async def _dry_run(args: argparse.Namespace) -> dict:
     settings = load_settings(args.config).settings
     loaded = load_documents(args.paths, strings_are="paths")
     rag = RAG(settings)
-    model_id = rag.llm.llm.model_id if settings.llm is not None else None
+    model_id = rag.llm.llm.model_id  # the configured model, or the offline default
     embedded = all(getattr(settings, kind).name == name for kind, name in EMBEDDED.items())
     nothing_stored = embedded and not settings.working_dir.exists()
     if nothing_stored:

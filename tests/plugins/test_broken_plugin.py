@@ -136,9 +136,9 @@ def test_config_and_doctor_still_work(broken_venv, tmp_path):
 
 
 def test_unknown_name_hints_at_the_failed_plugin(broken_venv, tmp_path):
-    out = broken_venv.ragkit("config", "--json", cwd=tmp_path, env={"RAGKIT_GRAPH": "neo4j"})
+    out = broken_venv.ragkit("config", "--json", cwd=tmp_path, env={"RAGKIT_GRAPH": "nosuchgraph"})
     problem = json.loads(out.stdout)["problems"]["graph"]
-    assert "no graph adapter named 'neo4j'" in problem and "broken" in problem
+    assert "no graph adapter named 'nosuchgraph'" in problem and "broken" in problem
 
 
 def test_strict_mode_fails_and_names_the_plugin(broken_venv, tmp_path):

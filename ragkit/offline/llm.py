@@ -1,0 +1,111 @@
+"""``OfflineLLM``: the ``offline`` LLM adapter, rules in place of a model.
+
+It answers each kind of prompt the pipeline sends (told apart by
+``ChatRequest.role``, or by the prompt's shape when the role is ``other``):
+
+- extraction: entity and relation rows (``ragkit.offline.extract``); gleaning: nothing more;
+- keywords: JSON with high- and low-level keywords (``ragkit.offline.keywords``);
+- summary: the statements, cut to ``max_tokens``;
+- answer: quoted sentences with references (``ragkit.offline.answer``), or a
+  refusal without context (bypass mode);
+- anything else: a short notice that no generative model is configured.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragkit.offline import answer as answers
+from ragkit.offline import keywords
+from ragkit.offline.extract import extraction_rows
+from ragkit.pipeline.merge import SUMMARY_SYSTEM
+from ragkit.pipeline.prompts import COMPLETE_MARKER, DEFAULT_ENTITY_TYPES, chunk_text_of, is_gleaning_request
+from ragkit.protocols.base import Capability
+from ragkit.protocols.models import ChatRequest, Completion, ModelAdapter, Usage
+from ragkit.query.keywords import KEYWORDS_SYSTEM
+from ragkit.tokenizer import TiktokenTokenizer, request_tokens
+
+RULES_VERSION = "offline-rules-v1"
+"""Part of ``model_id`` and so of every cache key: bump it whenever a rule
+changes what the model answers, so that cached answers are not reused."""
+OTHER = (
+    "ragkit offline mode: no generative model is configured, so this prompt gets no written answer; "
+    f"{answers.CONFIGURE}."
+)
+_TYPES_LINE = re.compile(r"^Entity types: (.+?)\. Output language: .*$", re.MULTILINE)
+_PIECE = re.compile(r"\S+\s*|\s+")
+
+
+class OfflineOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    answer_sentences: int = Field(default=5, ge=1, le=50)
+    """Most sentences an answer quotes."""
+
+
+class OfflineLLM(ModelAdapter):
+    """Rule-based stand-in for a chat model: no model file, no network, same
+    answer every time. The default when no LLM is configured."""
+
+    name = "offline"
+    Options = OfflineOptions
+    capabilities = frozenset({Capability.STREAMING, Capability.DETERMINISTIC, Capability.JSON_MODE})
+
+    def __init__(self, options=None) -> None:
+        super().__init__(options)
+        default = OfflineOptions().answer_sentences
+        n = self.options.answer_sentences
+        self.model_id = RULES_VERSION if n == default else f"{RULES_VERSION}-s{n}"
+        self.tokenizer = TiktokenTokenizer()
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        text = self.respond(request)
+        usage = Usage(input_tokens=request_tokens(self.tokenizer, request), output_tokens=self.tokenizer.count(text))
+        return Completion(text=text, usage=usage)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
+        for piece in _PIECE.findall(self.respond(request)):
+            yield piece
+
+    def respond(self, request: ChatRequest) -> str:
+        """The answer text (sync: pure computation)."""
+        role = request.role if request.role != "other" else _role_of(request)
+        if role == "extraction":
+            return _extraction(request)
+        if role == "keywords":
+            return keywords.keywords_json(keywords.question_of(request.prompt))
+        if role == "summary":
+            statements = keywords.statements_of(request.prompt)
+            return keywords.summarise(statements, request.max_tokens, self.tokenizer.count, self._cut)
+        if role == "answer":
+            if not answers.has_context(request.system):
+                return answers.BYPASS
+            return answers.answer(request.prompt, request.system or "", self.options.answer_sentences)
+        return OTHER
+
+    def _cut(self, text: str, tokens: int) -> str:
+        return self.tokenizer.decode(self.tokenizer.encode(text)[:tokens]).strip()
+
+
+def _role_of(request: ChatRequest) -> str:
+    if is_gleaning_request(request) or chunk_text_of(request.prompt) is not None:
+        return "extraction"
+    if request.system == KEYWORDS_SYSTEM:
+        return "keywords"
+    if request.system == SUMMARY_SYSTEM:
+        return "summary"
+    if answers.has_context(request.system):
+        return "answer"
+    return "other"
+
+
+def _extraction(request: ChatRequest) -> str:
+    text = None if is_gleaning_request(request) else chunk_text_of(request.prompt)
+    if not text:
+        return COMPLETE_MARKER  # gleaning: the rules found all they can the first time
+    found = _TYPES_LINE.search(request.prompt)
+    types = [t.strip() for t in found.group(1).split(",")] if found else list(DEFAULT_ENTITY_TYPES)
+    return extraction_rows(text, types)

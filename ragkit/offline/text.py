@@ -1,0 +1,351 @@
+"""Text rules shared by the offline LLM: sentences, words, stems, dates, Chinese tokens.
+
+Everything here is deterministic and needs no model file beyond jieba's
+dictionary, which ships inside the jieba package (loaded on first Chinese text).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+MAX_SENTENCE_CHARS = 600
+"""Longer "sentences" (tables, lists without punctuation) are cut into pieces."""
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LETTERS = "0-9A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\u04ff\u1e00-\u1eff"
+LATIN_WORD = re.compile(f"[{_LETTERS}]+(?:[-'\u2019&.][{_LETTERS}]+)*")
+"""A word of an alphabetic script: "CB-7", "Yingchuan's", "U.S", "2025-03-03"."""
+LATIN_CHAR = f"[{_LETTERS}]"
+
+_HEADING = re.compile(r"^#{1,6}\s+(.*?)[\s#]*$")
+_BULLET = re.compile(r"^(?:[-*+\u2022]|\d{1,3}[.)])\s+")
+_QUOTE = re.compile(r"^>+\s?")
+_FENCE = re.compile(r"^(`{3,}|~{3,})")
+_TABLE_RULE = re.compile(r"^\|?[\s:|-]+\|?$")
+_EMPHASIS = re.compile(r"\*\*|__|`+")
+_LATIN_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*\s+")
+_CJK_END = re.compile(r"[\u3002\uff01\uff1f!?]+[\u201d\u2019\u300d\u300f\uff09)]*")
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof sr jr st mt inc ltd co corp no vs etc e.g i.e fig approx dept est jan feb mar apr "
+    "jun jul aug sep sept oct nov dec gen col lt sgt capt rev".split()
+)
+
+
+@dataclass(frozen=True)
+class Sentence:
+    text: str
+    heading: bool = False
+
+
+@dataclass
+class Candidate:
+    """A name found by the rules (either language) and the evidence for its kind."""
+
+    name: str
+    structural: str | None = None
+    """A kind the name's own form shows ("Project X", "X Electronics", "X公司")."""
+    votes: Counter[str] = field(default_factory=Counter)
+    """Kinds suggested by the words around its mentions."""
+
+    def kind(self) -> str:
+        if self.structural:
+            return self.structural
+        if self.votes["person"]:
+            return "person"
+        if self.votes["location"]:
+            return "location"
+        return max(sorted(self.votes), key=lambda k: self.votes[k]) if self.votes else "other"
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK.search(text) is not None
+
+
+def is_cjk_char(ch: str) -> bool:
+    return _CJK.match(ch) is not None
+
+
+def one_line(text: str) -> str:
+    """Whitespace folded to single spaces and the row delimiters made harmless,
+    so the text can sit in one field of an extraction row."""
+    text = " ".join(text.split())
+    return text.replace("<|", "<")
+
+
+# --- sentences ----------------------------------------------------------------------
+
+
+def split_sentences(text: str) -> list[Sentence]:
+    """Markdown-aware sentences: headings apart, bullets and table rows as blocks,
+    wrapped lines joined, then split at sentence ends (English and Chinese)."""
+    out: list[Sentence] = []
+    for block, heading in _blocks(text):
+        if heading:
+            out.append(Sentence(block, heading=True))
+            continue
+        out += [Sentence(s) for s in _split_block(block)]
+    return out
+
+
+def _blocks(text: str) -> list[tuple[str, bool]]:
+    blocks: list[tuple[str, bool]] = []
+    current: list[str] = []
+
+    def flush() -> None:
+        if current:
+            blocks.append((_join_lines(current), False))
+            current.clear()
+
+    for raw in text.splitlines():
+        line = _QUOTE.sub("", raw.strip()).strip()
+        heading = _HEADING.match(line)
+        if not line or _FENCE.match(line) or _TABLE_RULE.match(line):
+            flush()
+        elif heading:
+            flush()
+            if heading.group(1).strip():
+                blocks.append((_EMPHASIS.sub("", heading.group(1)).strip(), True))
+        elif _BULLET.match(line) or line.startswith("|"):
+            flush()
+            current.append(_BULLET.sub("", line).strip("| ").replace(" | ", "; "))
+        else:
+            current.append(line)
+    flush()
+    return [(" ".join(b.split()), h) for b, h in blocks if b.strip()]
+
+
+def _join_lines(lines: list[str]) -> str:
+    out = lines[0]
+    for line in lines[1:]:
+        glue = "" if out and line and is_cjk_char(out[-1]) and is_cjk_char(line[0]) else " "
+        out += glue + line
+    return _EMPHASIS.sub("", out)
+
+
+def _split_block(block: str) -> list[str]:
+    pieces: list[str] = []
+    start = 0
+    for end in sorted(set(_latin_ends(block)) | {m.end() for m in _CJK_END.finditer(block)}):
+        if end > start:
+            pieces.append(block[start:end])
+            start = end
+    pieces.append(block[start:])
+    out: list[str] = []
+    for piece in pieces:
+        out += _cut_long(piece.strip())
+    return [p for p in out if p]
+
+
+def _latin_ends(block: str) -> list[int]:
+    ends = []
+    for match in _LATIN_END.finditer(block):
+        before = block[: match.start()].rsplit(None, 1)[-1] if block[: match.start()].strip() else ""
+        word = before.lstrip("([\"'").casefold()
+        nxt = block[match.end(): match.end() + 1]
+        if match.group().startswith(".") and (word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
+            continue  # "Dr. Gu", "J. Smith"
+        if nxt and nxt.islower():
+            continue  # "e.g. the", "approx. three"
+        ends.append(match.end())
+    return ends
+
+
+def _cut_long(sentence: str) -> list[str]:
+    out = []
+    while len(sentence) > MAX_SENTENCE_CHARS:
+        cut = max(sentence.rfind(sep, 0, MAX_SENTENCE_CHARS) for sep in (" ", "\uff0c", ","))
+        cut = cut if cut > MAX_SENTENCE_CHARS // 2 else MAX_SENTENCE_CHARS
+        out.append(sentence[: cut + 1].strip())
+        sentence = sentence[cut + 1:].strip()
+    return [*out, sentence] if sentence else out
+
+
+# --- English words ------------------------------------------------------------------
+
+STOP = frozenset(
+    """a an the this that these those there here it its it's they them their theirs we us our ours you your
+    yours he him his she her hers i me my mine who whom whose which what when where why how whatever whoever
+    and or but nor so yet for of to in on at by from with without within into onto upon about above below
+    over under after before during since until till between among through throughout across against along
+    around behind beyond near off out up down via per than then as if else because although though while
+    whereas unless once both either neither each every all any some no not none nothing something anything
+    everything someone anyone everyone nobody also too very just only even still again already ever never
+    always often sometimes usually soon later now today tomorrow yesterday meanwhile however therefore thus
+    hence moreover furthermore instead otherwise indeed perhaps maybe yes ok okay well much many more most
+    less least few fewer several such same other another own is am are was were be been being have has had
+    having do does did done doing will would shall should can could may might must need needs let lets get
+    gets got make makes made go goes went going come came say says said see seen use used one two three four
+    five six seven eight nine ten first second third last next new old please thanks thank dear hi hello
+    regards note notes see page section chapter figure table appendix re fw fwd cc subject""".split()
+)
+"""Function words and fillers: never a name, never a keyword."""
+
+DATE_WORDS = frozenset(
+    """january february march april may june july august september october november december jan feb mar
+    apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday mon tue
+    wed thu fri sat sun spring summer autumn fall winter week weeks month months year years day days
+    quarter q1 q2 q3 q4 h1 h2 am pm utc gmt""".split()
+)
+
+COMMON = frozenset(
+    """project projects programme program supplier suppliers customer customers client clients team teams
+    board boards company companies group office site plant factory line delivery deliveries integration
+    testing test tests production procurement purchasing quality status summary overview background update
+    updates report reports meeting meetings minutes agenda action actions decision decisions risk risks
+    issue issues plan plans planning schedule budget cost costs price prices order orders review reviews
+    audit audits result results owner owners lead leads manager managers engineer engineers director
+    head staff member members people person user users product products service services system systems
+    data model models part parts unit units batch batches sample samples field trial trials pilot contract
+    contracts invoice invoices payment payments shipment shipments stock inventory demand supply sales
+    market markets question questions answer answers problem problems solution solutions goal goals
+    target targets task tasks work job jobs step steps phase phases stage stages version release draft
+    final total other others general special main key important current previous following above below
+    early late earlier latest first last next new old good bad high low big small large full half
+    internal external local global national international north south east west central spare backup
+    weekly monthly daily annual yearly our your their its his her introduction conclusion conclusions
+    context contents content description details detail information info comment comments feedback
+    approval approvals request requests response responses support training design development research
+    engineering operations finance legal marketing management leadership hardware software firmware""".split()
+)
+"""Common words that start sentences or headings capitalised: not a name on
+their own at a sentence start, but fine inside a longer name."""
+
+PROJECT_PREFIX = frozenset("project programme program operation initiative mission campaign".split())
+ORG_SUFFIX = frozenset(
+    """inc inc. ltd ltd. llc llp plc gmbh ag sa sas spa bv nv kk co co. corp corp. corporation company
+    group holdings partners electronics circuits sensors systems technologies technology tech industries
+    industrial labs laboratories university college institute school academy bank agency authority
+    ministry department bureau council commission committee foundation association society union
+    hospital clinic castings logistics manufacturing motors semiconductor semiconductors devices
+    components solutions software networks communications media pharma pharmaceuticals energy power
+    airlines railways press studios ventures capital fund trust""".split()
+)
+HONORIFICS = frozenset("mr mrs ms miss dr prof sir dame madam mx".split())
+ROLE_WORDS = frozenset(
+    """manager engineer director lead leader head officer ceo cto cfo coo president vice chairman chair
+    chairwoman founder minister professor researcher analyst buyer planner designer developer architect
+    inspector auditor supervisor secretary coordinator spokesperson spokesman spokeswoman colleague
+    colleagues owner representative rep consultant specialist technician chemist scientist doctor
+    nurse teacher student""".split()
+)
+COMMON_SUFFIXES = (
+    "ing", "ed", "ly", "tion", "tions", "sion", "ment", "ments", "ness", "ity", "ance", "ence", "ies",
+    "ous", "ful", "ive", "ives", "able", "ible", "ship", "ism", "ist", "ists", "ize", "ise",
+)
+CONNECTORS = frozenset("of de del della der den van von da di du la le al bin y".split())
+
+_IRREGULAR = {
+    "led": "lead", "bought": "buy", "sold": "sell", "made": "make", "built": "build", "began": "begin",
+    "begun": "begin", "took": "take", "taken": "take", "gave": "give", "given": "give", "sent": "send",
+    "went": "go", "gone": "go", "ran": "run", "met": "meet", "left": "leave", "held": "hold",
+    "told": "tell", "said": "say", "found": "find", "paid": "pay", "chose": "choose", "chosen": "choose",
+    "wrote": "write", "written": "write", "people": "person", "men": "man", "women": "woman",
+    "children": "child", "brought": "bring", "caught": "catch", "fell": "fall", "felt": "feel",
+    "kept": "keep", "lost": "lose", "heard": "hear", "understood": "understand", "won": "win",
+}
+
+
+def base_word(word: str) -> tuple[str, bool]:
+    """The word without a possessive ending, and whether it had one."""
+    for ending in ("'s", "\u2019s"):
+        if word.endswith(ending) and len(word) > len(ending):
+            return word[: -len(ending)], True
+    return word, False
+
+
+def stem(word: str) -> str:
+    """A light English stem so that "leads", "led" and "leading" meet ("lead")."""
+    w = base_word(word.casefold().replace("\u2019", "'"))[0].strip("'")
+    if w in _IRREGULAR:
+        return _IRREGULAR[w]
+    if len(w) <= 3 or not w.isalpha():
+        return w
+    for suffix, repl in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if not w.endswith(suffix) or len(w) - len(suffix) < 3:
+            continue
+        if suffix == "s" and w.endswith(("ss", "us", "is")):
+            return w
+        if suffix == "es" and not w.endswith(("ches", "shes", "sses", "xes", "zes")):
+            continue
+        w = w[: -len(suffix)] + repl
+        if suffix in ("ing", "ed") and len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "lsz":
+            w = w[:-1]  # slipped -> slip
+        break
+    return w[:-1] if len(w) > 4 and w.endswith("e") else w  # move, moved -> mov
+
+
+def is_content_word(word: str) -> bool:
+    low = word.casefold()
+    return len(low) >= 3 and low not in STOP and low not in DATE_WORDS and not low.replace(".", "").isdigit()
+
+
+# --- dates --------------------------------------------------------------------------
+
+_MONTH = (
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|December"
+    r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.?"
+)
+_DATE = re.compile(
+    rf"\b(?:\d{{1,2}}\s+{_MONTH}(?:,?\s+\d{{4}})?|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?"
+    rf"|(?:early|mid|late)[- ]{_MONTH}(?:\s+\d{{4}})?|{_MONTH}\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}"
+    rf"|Q[1-4]\s+\d{{4}}|(?:19|20)\d{{2}})\b"
+    r"|\d{4}\s*\u5e74(?:\s*\d{1,2}\s*\u6708)?(?:\s*\d{1,2}\s*[\u65e5\u53f7])?"
+    r"|\d{1,2}\s*\u6708\s*\d{1,2}\s*[\u65e5\u53f7]"
+)
+
+
+def date_phrases(text: str) -> list[tuple[str, int, int]]:
+    """Dates as written ("3 March 2025", "2025年3月24日", "Q3 2025"), with offsets."""
+    return [(m.group(), m.start(), m.end()) for m in _DATE.finditer(text)]
+
+
+# --- Chinese ------------------------------------------------------------------------
+
+_JIEBA_LOCK = threading.Lock()
+_JIEBA_READY = False
+
+ZH_STOP = frozenset(
+    """的 了 和 与 及 或 是 在 有 由 为 于 将 被 把 从 向 对 也 并 而 但 就 都 又 还 这 那 该 其 之 以 等
+    中 上 下 后 前 时 个 次 种 能 会 可 要 已 已经 进行 表示 通过 因此 所以 因为 由于 如果 同时 一个 我们
+    他们 她们 它们 自己 没有 不是 可以 需要 以及 其中 之后 之前 目前 现在 今天 谁 什么 哪些 哪个 哪 怎么
+    如何 为什么 多少 吗 呢 吧 啊 包括 对于 关于 一些 所有 每个 这个 那个 这些 那些 成为 作为 位于 来自
+    负责人 方面 情况 问题 相关 有关 其他 一家 一个 此外 然后 随后 得知 同一""".split()
+)
+
+
+def _jieba():
+    """jieba.posseg, initialised once from the dictionary inside the package (no download)."""
+    global _JIEBA_READY
+    with _JIEBA_LOCK:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # its pkg_resources import warns on new setuptools
+            import jieba
+            import jieba.posseg as posseg
+        if not _JIEBA_READY:
+            jieba.setLogLevel(logging.WARNING)  # it logs "Building prefix dict..." at DEBUG
+            jieba.initialize()
+            _JIEBA_READY = True
+    return posseg
+
+
+@lru_cache(maxsize=8192)
+def zh_tokens(text: str) -> tuple[tuple[str, str, int], ...]:
+    """(word, part-of-speech flag, offset) of ``text`` by jieba's tagger (HMM on)."""
+    posseg = _jieba()
+    out, offset = [], 0
+    for pair in posseg.dt.cut(text):
+        out.append((pair.word, pair.flag, offset))
+        offset += len(pair.word)
+    return tuple(out)
+
+
+def zh_frequency(word: str) -> int:
+    """How often jieba's dictionary saw ``word`` (0: not in it, so likely a new name)."""
+    posseg = _jieba()
+    return int(posseg.dt.tokenizer.FREQ.get(word) or 0)

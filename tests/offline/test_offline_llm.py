@@ -1,0 +1,185 @@
+"""The offline LLM at each prompt the pipeline sends: keywords, summaries,
+answers (extractive, cited), bypass, streaming, identity.
+
+Troubleshoot: ``OfflineLLM().respond(request)`` gives the text synchronously;
+build the request with the pipeline's own builders, as these tests do.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from ragkit.offline import NOTICE, OfflineLLM, notice_once
+from ragkit.offline.answer import BYPASS, NOTICE_EN, NOTICE_ZH
+from ragkit.pipeline.merge import build_summary_request
+from ragkit.pipeline.prompts import COMPLETE_MARKER, build_extraction_request, build_gleaning_request
+from ragkit.protocols import ChatRequest
+from ragkit.query.answer import build_answer_request, build_bypass_request
+from ragkit.query.keywords import build_keywords_request, parse_keywords
+
+CONTEXT = "\n".join([
+    "-----Entities (knowledge graph)-----",
+    json.dumps({"entity": "Project Haijia", "type": "other", "description": "...", "refs": [1, 2]}),
+    json.dumps({"entity": "Gu Yao", "type": "person", "description": "...", "refs": [1]}),
+    json.dumps({"entity": "Yingchuan Electronics", "type": "organization", "description": "...", "refs": [2, 3]}),
+    "",
+    "-----Relations (knowledge graph)-----",
+    json.dumps({"entity1": "Gu Yao", "entity2": "Project Haijia", "keywords": "led", "description": "...", "refs": [1]}),
+    "",
+    "-----Source chunks-----",
+    json.dumps({"ref": 1, "content": "# Project Haijia\n\nGu Yao has led Project Haijia since January 2024. "
+                                     "The buoy housings come from Lianhua Castings."}),
+    json.dumps({"ref": 2, "content": "In February 2025 the delivery of the control boards for Project Haijia "
+                                     "slipped by three weeks."}),
+    json.dumps({"ref": 3, "content": "Yingchuan Electronics is a contract manufacturer based in Suzhou. "
+                                     "Shen Mo leads Project Qinghe from the Jinan office."}),
+    json.dumps({"ref": 4, "content": "海佳项目为宁波港务局研制沿海监测浮标，由顾瑶负责。颖川电子为海佳项目生产的控制板交付推迟了三周。"}),
+    "",
+    "-----References-----",
+    "[1] en/project-haijia.md",
+])
+QUESTION = "Who leads the project whose supplier's delivery slipped?"
+
+
+@pytest.fixture
+def llm() -> OfflineLLM:
+    return OfflineLLM()
+
+
+def answer_request(question: str, context: str = CONTEXT) -> ChatRequest:
+    return build_answer_request(question, context, history=[], response_type="Multiple Paragraphs", language="English")
+
+
+def cited(text: str) -> list[int]:
+    return [int(n) for n in re.findall(r"\[(\d+)\]", text)]
+
+
+async def test_keywords_are_json_with_names_low_and_content_words_high(llm):
+    out = await llm.complete(build_keywords_request("How did the delay at Yingchuan affect Project Haijia?"))
+    data = json.loads(out.text)
+    assert set(data) == {"high_level_keywords", "low_level_keywords"}
+    high, low, warnings = parse_keywords(out.text)
+    assert not warnings
+    assert set(low) == {"Yingchuan", "Project Haijia"}
+    assert "delay" in high and "affect" in high and not {"Yingchuan", "Project Haijia"} & set(high)
+
+
+def test_the_question_is_read_back_from_the_keywords_prompt():
+    """Troubleshoot: ``KEYWORDS_PROMPT`` changed; fix ``ragkit.offline.keywords.QUESTION_MARK``."""
+    from ragkit.offline.keywords import question_of
+
+    for question in (QUESTION, "多行\n\nQuestion: 问题？", ""):
+        assert question_of(build_keywords_request(question).prompt) == question
+
+
+async def test_keywords_in_chinese_and_without_names(llm):
+    high, low, _ = parse_keywords((await llm.complete(build_keywords_request("顾瑶负责的项目由哪家供应商供货？"))).text)
+    assert low == ["顾瑶"] and {"项目", "供应商", "供货"} <= set(high)
+    high, low, _ = parse_keywords((await llm.complete(build_keywords_request(QUESTION))).text)
+    assert {"project", "supplier", "delivery slipped"} <= set(high)
+    assert low == high  # no named thing: the content words stand in, so local search has input
+
+
+async def test_gleaning_gets_the_marker_only(llm):
+    first = build_extraction_request("Gu Yao leads Project Haijia.")
+    answer = (await llm.complete(first)).text
+    assert "Gu Yao" in answer and answer.endswith(COMPLETE_MARKER)
+    assert (await llm.complete(build_gleaning_request(first, answer))).text == COMPLETE_MARKER
+
+
+async def test_extraction_uses_the_prompts_entity_types(llm):
+    request = build_extraction_request("Gu Yao leads Project Haijia.", entity_types=["person", "project"])
+    text = (await llm.complete(request)).text
+    assert "entity<|#|>Project Haijia<|#|>project<|#|>" in text
+    assert "entity<|#|>Gu Yao<|#|>person<|#|>" in text
+
+
+async def test_summary_is_extractive_and_within_max_tokens(llm):
+    lines = [f"Statement {i}: Gu Yao reviewed the schedule of batch {i} with supplier number {i}." for i in range(30)]
+    lines.append("Gu Yao leads Project Haijia.")
+    request = build_summary_request("Gu Yao", lines, language="English", max_tokens=60)
+    out = (await llm.complete(request)).text
+    kept = out.split("\n")
+    assert kept and set(kept) <= set(lines)
+    assert llm.tokenizer.count(out) <= 60
+    assert kept == sorted(kept, key=lines.index)  # original order
+    everything = (await llm.complete(build_summary_request("X", lines[:3], language="English", max_tokens=500))).text
+    assert everything.split("\n") == lines[:3]
+
+
+async def test_answer_quotes_cited_sentences_and_says_no_model_was_used(llm):
+    """Each line is a sentence of a chunk followed by that chunk's reference;
+    the second hop (who leads Project Haijia) comes through the bridge name."""
+    text = (await llm.complete(answer_request(QUESTION))).text
+    first, blank, *lines = text.split("\n")
+    assert first == NOTICE_EN and "No generative model was used" in first and blank == ""
+    assert lines and set(cited(text)) <= {1, 2, 3, 4}
+    chunks = {row["ref"]: row["content"] for row in map(json.loads, re.findall(r'^\{"ref".*$', CONTEXT, re.M))}
+    for line in lines:
+        sentence, ref = re.fullmatch(r"- (.*) \[(\d+)\]", line).groups()
+        assert sentence in " ".join(chunks[int(ref)].split())
+    assert lines[0].endswith("[2]") and "slipped" in lines[0]
+    assert any("Gu Yao" in line and line.endswith("[1]") for line in lines)
+    assert not any("Lianhua" in line for line in lines)  # shares nothing with the question
+
+
+async def test_answer_in_chinese(llm):
+    text = (await llm.complete(answer_request("交付推迟的供应商所供货的项目由谁负责？"))).text
+    assert text.startswith(NOTICE_ZH)
+    assert any("顾瑶" in line and line.endswith("[4]") for line in text.split("\n"))
+
+
+async def test_answer_with_nothing_relevant_says_so(llm):
+    text = (await llm.complete(answer_request("What colour is the sky?"))).text
+    assert text.startswith(NOTICE_EN) and "no sentence" in text and not cited(text)
+    empty = (await llm.complete(answer_request(QUESTION, context=""))).text
+    assert empty.startswith(NOTICE_EN) and not cited(empty)
+
+
+async def test_bypass_says_offline_mode_needs_context(llm):
+    request = build_bypass_request(QUESTION, history=[], response_type="x", language="English")
+    assert (await llm.complete(request)).text == BYPASS
+    assert "cannot answer without context" in BYPASS
+
+
+@pytest.mark.parametrize("request_", [
+    answer_request(QUESTION), answer_request("交付推迟的项目由谁负责？"),
+    build_extraction_request("Gu Yao leads Project Haijia. 海佳项目由顾瑶负责。"),
+    build_keywords_request(QUESTION),
+], ids=["answer", "answer-zh", "extraction", "keywords"])
+async def test_streaming_equals_complete(llm, request_):
+    pieces = [p async for p in llm.stream(request_)]
+    assert len(pieces) > 1 and "".join(pieces) == (await llm.complete(request_)).text
+
+
+async def test_identity_usage_and_roles_told_apart_without_the_role(llm):
+    assert llm.model_id == "offline-rules-v1" == OfflineLLM().model_id
+    assert OfflineLLM({"answer_sentences": 2}).model_id != llm.model_id
+    out = await llm.complete(answer_request(QUESTION))
+    assert out.usage.input_tokens > 100 and out.usage.output_tokens > 10
+    for request in (answer_request(QUESTION), build_keywords_request(QUESTION), build_extraction_request("Gu Yao.")):
+        untagged = request.model_copy(update={"role": "other"})
+        assert llm.respond(untagged) == llm.respond(request)
+    assert "no generative model" in llm.respond(ChatRequest(prompt="Say OK."))
+
+
+def test_answer_sentences_option_limits_the_answer():
+    text = OfflineLLM({"answer_sentences": 1}).respond(answer_request(QUESTION))
+    assert len(cited(text)) == 1
+
+
+def test_notice_once_prints_once(capsys):
+    import ragkit.offline as offline
+
+    before = offline._noticed
+    offline._noticed = False
+    try:
+        assert notice_once() is True
+        assert notice_once() is False
+    finally:
+        offline._noticed = before or offline._noticed
+    err = capsys.readouterr().err
+    assert err.count(NOTICE) == 1 and 'name = "openai"' in err and "ollama" in err
