@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PLUGINS := $(wildcard plugins/*/pyproject.toml)
 STAMP := $(VENV)/.ragkit-installed
 
-.PHONY: install demo test contract-counts bench-index clean
+.PHONY: install demo test contract-counts bench-index bench-recall clean
 
 # torch's CPU build first (this machine's pip find-links hold torch 2.13.0+cpu):
 # left to the resolver, sentence-transformers would pull a multi-GB CUDA build.
@@ -38,6 +38,11 @@ contract-counts: $(STAMP)
 # overhead (benchmarks/README.md). BENCH_ARGS="--docs 200" for a quick run.
 bench-index: $(STAMP)
 	$(PY) benchmarks/index_latency.py $(BENCH_ARGS)
+
+# Per-mode recall of the MuSiQue dev questions' supporting passages in the
+# context (benchmarks/README.md). BENCH_ARGS="--embedder sentence-transformers --embedder-options {}".
+bench-recall: $(STAMP)
+	$(PY) benchmarks/query_recall.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) ragkit_data $(DEMO_DIR) .pytest_cache .hypothesis

@@ -51,9 +51,9 @@ from ragkit.protocols.models import ModelAdapter, Usage
 T = TypeVar("T")
 
 Reason = Literal[
-    "rate_limited", "server_error", "timeout", "connection", "auth", "not_found", "bad_request", "other"
+    "rate_limited", "server_error", "timeout", "connection", "malformed", "auth", "not_found", "bad_request", "other"
 ]
-RETRYABLE: frozenset[Reason] = frozenset({"rate_limited", "server_error", "timeout", "connection"})
+RETRYABLE: frozenset[Reason] = frozenset({"rate_limited", "server_error", "timeout", "connection", "malformed"})
 _RETRYABLE_STATUS = {408, 409, 429}
 
 
@@ -219,7 +219,21 @@ def classify(
         return Failure("timeout", detail=detail)
     if isinstance(exc, (ConnectionError, *connection_errors)):
         return Failure("connection", detail=detail)
+    if _malformed(exc):
+        return Failure("malformed", detail=detail)
     return Failure("other", detail=detail)
+
+
+def _malformed(exc: BaseException) -> bool:
+    """A 200 whose body is not the protocol's JSON (a proxy's error page, a
+    truncated body): JSON decode errors anywhere along the exception chain, or
+    a client's own "response validation" error."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, json.JSONDecodeError) or "ResponseValidation" in type(seen).__name__:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _detail(exc: BaseException, limit: int = 300) -> str:
@@ -290,6 +304,11 @@ def describe_failure(failure: Failure, service: Service, attempts: int) -> str:
         "connection": (
             f"cannot connect to {where}{tries}{detail}. Fix: check that the server is running and "
             "that base_url (host, port, path) is right"
+        ),
+        "malformed": (
+            f"{where} answered with a body that is not valid API JSON{tries}{detail}. Fix: check that "
+            "base_url points at the API itself (not a web page or proxy; for example ending in /v1) and "
+            "that the server speaks this protocol"
         ),
         "other": f"{where} call failed{tries}{detail}",
     }

@@ -63,6 +63,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     cut_after: int | None = None
     """Drop the connection after this many chunks, mid-body (a crashed server)."""
+    raw: bytes | None = None
+    """A body sent as is (a malformed answer, e.g. a proxy's HTML page)."""
 
 
 @dataclass
@@ -78,6 +80,8 @@ class Fault:
     """Only requests to this route (e.g. ``"/embeddings"``); ``None``: any."""
     cut_after: int | None = None
     """With ``status=None``: stream only this many chunks, then drop the connection."""
+    malformed: bytes | None = None
+    """Answer 200 with this body instead of the protocol's JSON."""
 
 
 Route = Callable[[Recorded], Reply]
@@ -150,16 +154,18 @@ class LoopbackServer:
         headers: Mapping[str, str] | None = None,
         message: str | None = None,
         cut_after: int | None = None,
+        malformed: bytes | None = None,
     ) -> None:
         """Queue ``times`` faults: answer ``status`` (``None``: answer normally)
         after ``delay`` seconds, with a ``Retry-After`` header if given; with
-        ``cut_after``, a streamed answer breaks off after that many chunks."""
+        ``cut_after``, a streamed answer breaks off after that many chunks; with
+        ``malformed``, a 200 answer carries that body instead of valid JSON."""
         extra = dict(headers or {})
         if retry_after is not None:
             extra["Retry-After"] = f"{retry_after:g}"
         text = message or f"injected HTTP {status}"
         with self._lock:
-            self._faults += [Fault(status, delay, extra, text, path, cut_after) for _ in range(times)]
+            self._faults += [Fault(status, delay, extra, text, path, cut_after, malformed) for _ in range(times)]
 
     def reset(self) -> None:
         with self._lock:
@@ -257,6 +263,8 @@ class LoopbackServer:
         route = request.path[len(self.prefix) :] if request.path.startswith(self.prefix) else None
         fault = self._next_fault(route)
         time.sleep(self.latency + (fault.delay if fault else 0.0))
+        if fault is not None and fault.malformed is not None:
+            return Reply(200, raw=fault.malformed, headers=dict(fault.headers))
         if fault is not None and fault.status is not None:
             reply = self.error_reply(fault.status, fault.message)
             reply.headers.update(fault.headers)
@@ -299,7 +307,7 @@ def _send(handler: BaseHTTPRequestHandler, reply: Reply, chunk_delay: float) -> 
     for name, value in reply.headers.items():
         handler.send_header(name, value)
     if reply.chunks is None:
-        body = json.dumps(reply.json, ensure_ascii=False).encode("utf-8")
+        body = reply.raw if reply.raw is not None else json.dumps(reply.json, ensure_ascii=False).encode("utf-8")
         handler.send_header("Content-Length", str(len(body)))
         handler.end_headers()
         handler.wfile.write(body)

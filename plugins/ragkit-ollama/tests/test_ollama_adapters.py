@@ -264,3 +264,14 @@ def test_registered_through_the_entry_point():
     registry = get_registry()
     assert registry.get("llm", "ollama") is OllamaChat
     assert registry.get("embedder", "ollama") is OllamaEmbedder
+
+
+async def test_a_malformed_body_is_retried_then_named(server):
+    server.fail(None, malformed=b"not json at all")
+    llm = OllamaChat({"base_url": server.url, "model": "m", "retry_initial_delay": 0.01, "retry_max_delay": 0.05})
+    assert (await llm.complete(ChatRequest(prompt="hi", role="answer"))).text and len(server.requests) == 2
+    server.reset()
+    server.fail(None, malformed=b"not json at all", times=5)
+    llm = OllamaChat({"base_url": server.url, "model": "m", "max_retries": 1, "retry_initial_delay": 0.01})
+    with pytest.raises(ModelError, match=r"Ollama at .* not valid API JSON after 2 attempts"):
+        await llm.complete(ChatRequest(prompt="hi", role="answer"))

@@ -327,3 +327,15 @@ def test_registered_through_the_entry_point():
     registry = get_registry()
     assert registry.get("llm", "openai") is OpenAIChat
     assert registry.get("embedder", "openai") is OpenAIEmbedder
+
+
+async def test_a_malformed_body_is_retried_then_named(server):
+    """A 200 carrying a proxy's HTML page: retried like a 5xx; if it persists,
+    the error names the endpoint and says to check base_url."""
+    server.fail(None, malformed=b"<html>502 Bad Gateway</html>")
+    assert (await chat(server).complete(REQUEST)).text and len(server.requests) == 2
+    server.reset()
+    server.fail(None, malformed=b"<html>502 Bad Gateway</html>", times=5)
+    with pytest.raises(ModelError, match=r"not valid API JSON after 3 attempts.*check that base_url"):
+        await chat(server, max_retries=2).complete(REQUEST)
+    assert len(server.requests) == 3

@@ -187,3 +187,11 @@ async def test_a_failing_call_is_a_model_error():
 
     with pytest.raises(ModelError, match="all-MiniLM-L6-v2"):
         await SentenceTransformerEmbedder().embed([None])  # type: ignore[list-item]
+
+
+async def test_minilm_ranks_cat_feline_above_cat_revenue():
+    """The issue's real-model check, with the packaged MiniLM."""
+    from ragkit_sentence_transformers import SentenceTransformerEmbedder
+
+    cat, feline, revenue = await SentenceTransformerEmbedder().embed(["cat", "feline", "revenue"])
+    assert float(cat @ feline) > float(cat @ revenue) + 0.1
