@@ -11,11 +11,9 @@ Pair = tuple[str, str]
 
 
 @dataclass
-class EntityItem:
-    key: str
+class _GraphItem:
     props: dict[str, Any]
     stage: str
-    """``entity_vectors`` (local search) or ``relation_endpoints`` (global search)."""
     score: float | None = None
     degree: int = 0
 
@@ -25,18 +23,18 @@ class EntityItem:
 
 
 @dataclass
-class RelationItem:
-    key: Pair
-    props: dict[str, Any]
-    stage: str
-    """``relation_vectors`` (global search) or ``entity_edges`` (local search)."""
-    score: float | None = None
-    degree: int = 0
-    """Sum of the endpoints' degrees: how central the relation is."""
+class EntityItem(_GraphItem):
+    """``stage``: ``entity_vectors`` (local search) or ``relation_endpoints`` (global)."""
 
-    @property
-    def sources(self) -> list[str]:
-        return list(self.props.get("source_ids", []))
+    key: str = ""
+
+
+@dataclass
+class RelationItem(_GraphItem):
+    """``stage``: ``relation_vectors`` (global search) or ``entity_edges`` (local);
+    ``degree`` is the sum of the endpoints' degrees: how central the relation is."""
+
+    key: Pair = ("", "")
 
 
 @dataclass

@@ -42,7 +42,7 @@ class Searcher:
         nodes = await self.stores.graph.get_nodes(keys)
         degrees = await self.stores.graph.degrees(keys)
         entities = [
-            EntityItem(key, props, "entity_vectors", h.score, degree)
+            EntityItem(props, "entity_vectors", h.score, degree, key=key)
             for key, props, h, degree in zip(keys, nodes, hits, degrees)
             if props is not None
         ]
@@ -57,7 +57,7 @@ class Searcher:
         edges = await self.stores.graph.get_edges(pairs)
         degrees = await self.stores.graph.edge_degrees(pairs)
         relations = [
-            RelationItem(pair, props, "relation_vectors", h.score, degree)
+            RelationItem(props, "relation_vectors", h.score, degree, key=pair)
             for pair, props, h, degree in zip(pairs, edges, hits, degrees)
             if props is not None
         ]
@@ -83,7 +83,7 @@ class Searcher:
         edges = await self.stores.graph.get_edges(pairs)
         degrees = await self.stores.graph.edge_degrees(pairs)
         relations = [
-            RelationItem(pair, props, "entity_edges", None, degree)
+            RelationItem(props, "entity_edges", None, degree, key=pair)
             for pair, props, degree in zip(pairs, edges, degrees)
             if props is not None
         ]
@@ -96,7 +96,7 @@ class Searcher:
         nodes = await self.stores.graph.get_nodes(keys)
         degrees = await self.stores.graph.degrees(keys)
         entities = [
-            EntityItem(key, props, "relation_endpoints", None, degree)
+            EntityItem(props, "relation_endpoints", None, degree, key=key)
             for key, props, degree in zip(keys, nodes, degrees)
             if props is not None
         ]
