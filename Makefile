@@ -6,14 +6,14 @@ PY := $(VENV)/bin/python
 PLUGINS := $(wildcard plugins/*/pyproject.toml)
 STAMP := $(VENV)/.ragkit-installed
 
-.PHONY: install demo test contract-counts bench-index bench-recall clean
+.PHONY: install demo test contract-counts bench-index bench-recall bench clean
 
 # torch's CPU build first (this machine's pip find-links hold torch 2.13.0+cpu):
 # left to the resolver, sentence-transformers would pull a multi-GB CUDA build.
 $(STAMP): pyproject.toml $(PLUGINS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check 'torch==2.13.0'
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]' $(foreach p,$(PLUGINS),-e $(dir $(p)))
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]' $(foreach p,$(PLUGINS),-e '$(patsubst %/,%,$(dir $(p)))[test]')
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -43,6 +43,13 @@ bench-index: $(STAMP)
 # context (benchmarks/README.md). BENCH_ARGS="--embedder sentence-transformers --embedder-options {}".
 bench-recall: $(STAMP)
 	$(PY) benchmarks/query_recall.py $(BENCH_ARGS)
+
+# ragkit and LightRAG side by side (retrieval quality, indexing throughput,
+# query latency, scale): sets up LightRAG's own venv in benchmarks/.venv-lightrag,
+# writes benchmarks/results/bench.json and regenerates docs/benchmarks.md
+# (benchmarks/README.md). BENCH_ARGS="--quick" for a few-minute run.
+bench: $(STAMP)
+	$(PY) benchmarks/bench.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) ragkit_data $(DEMO_DIR) .pytest_cache .hypothesis

@@ -120,6 +120,40 @@ class VectorStore(BaseStore, ABC):
             raise InvalidValueError("duplicate ids in one upsert")
         return matrix
 
+    def check_query_args(self, vector: Any, top_k: Any) -> np.ndarray:
+        """``check_query`` plus ``top_k``: an int >= 0 (booleans are not ints here)."""
+        q = self.check_query(vector)
+        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)):
+            raise InvalidValueError(f"top_k must be an int, got {top_k!r}")
+        if top_k < 0:
+            raise InvalidValueError(f"top_k must be >= 0, got {top_k}")
+        return q
+
+    def check_upsert(
+        self, ids: Sequence[str], vectors: Any, metadata: Sequence[Mapping[str, Any]] | None
+    ) -> tuple[list[str], np.ndarray, list[dict[str, JSONScalar]]] | None:
+        """Validated (ids, matrix, metadata), or None for an empty upsert."""
+        ids = list(ids)
+        if not ids:
+            if np.asarray(vectors).size:
+                raise InvalidValueError("got vectors but no ids")
+            return None
+        with np.errstate(over="ignore"):  # huge-but-finite vectors are valid
+            matrix = self.check_matrix(ids, vectors)
+        return ids, matrix, self.check_metadata(len(ids), metadata)
+
+    @staticmethod
+    def records_in_order(
+        ids: Sequence[Any], found: Mapping[str, tuple[Sequence[float], Mapping[str, Any]]]
+    ) -> list[VectorRecord | None]:
+        """``get``'s answer: a record per asked id, in order, None where missing."""
+        return [
+            VectorRecord(id=i, vector=list(found[i][0]), metadata=dict(found[i][1]))
+            if isinstance(i, str) and i in found
+            else None
+            for i in ids
+        ]
+
     def check_query(self, vector: Any) -> np.ndarray:
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dimension:

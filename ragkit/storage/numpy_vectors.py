@@ -226,14 +226,10 @@ class NumpyVectorStore(VectorStore):
         metadata: Sequence[Mapping[str, JSONScalar]] | None = None,
     ) -> None:
         self._check_open()
-        ids = list(ids)
-        if not ids:
-            if np.asarray(vectors).size:
-                raise InvalidValueError("got vectors but no ids")
+        checked = self.check_upsert(ids, vectors, metadata)
+        if checked is None:
             return
-        with np.errstate(over="ignore"):  # huge-but-finite vectors are valid
-            matrix = self.check_matrix(ids, vectors)
-        metas = self.check_metadata(len(ids), metadata)
+        ids, matrix, metas = checked
         norms = _row_norms(matrix)
 
         rows = np.empty(len(ids), dtype=np.int64)
@@ -318,11 +314,7 @@ class NumpyVectorStore(VectorStore):
         min_score: float | None = None,
     ) -> list[VectorHit]:
         self._check_open()
-        q = self.check_query(vector)
-        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)):
-            raise InvalidValueError(f"top_k must be an int, got {top_k!r}")
-        if top_k < 0:
-            raise InvalidValueError(f"top_k must be >= 0, got {top_k}")
+        q = self.check_query_args(vector, top_k)
         _validate_filter(filter)
         n = self._n
         if top_k == 0 or not self._index:

@@ -1,0 +1,408 @@
+"""ChromaVectorStore beyond the contract: options, batching, never embedding,
+isolation in one server, persistence across processes, dimension checks,
+group commit, and the ``chroma-server`` script. Most tests run in both modes
+(``mode`` is ``embedded`` or ``http``; see conftest.py for the server).
+
+Troubleshoot: ``CallLog`` records every Chroma collection call with its
+arguments; print ``calls.calls`` when a count or size assertion fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from chromadb.api.models.Collection import Collection
+
+from ragkit.errors import ConfigError, DimensionMismatchError, InvalidValueError, StoreError
+from ragkit.protocols import StoreConfig
+from ragkit_chroma.store import (
+    ChromaHttpVectorStore,
+    ChromaVectorStore,
+    collection_name,
+    options_from_url,
+)
+
+# Chroma 1.5 warns whenever it reads a collection made with no embedding function,
+# which is exactly what ragkit wants (it always passes embeddings).
+pytestmark = pytest.mark.filterwarnings("ignore:legacy embedding function config:DeprecationWarning")
+
+
+class CallLog:
+    """Wraps Collection methods to record (method, kwargs) of every call."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+        self.calls: list[tuple[str, dict]] = []
+        for name in names:
+            original = getattr(Collection, name)
+
+            def wrapper(self_, *args, _name=name, _original=original, **kwargs):
+                self.calls.append((_name, kwargs))
+                return _original(self_, *args, **kwargs)
+
+            monkeypatch.setattr(Collection, name, wrapper)
+
+    def sizes(self, name: str, arg: str = "ids") -> list[int]:
+        return [len(kw[arg]) for n, kw in self.calls if n == name and kw.get(arg) is not None]
+
+
+def rows(n: int, d: int = 4, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n, d)).astype(np.float32)
+
+
+# -- options -------------------------------------------------------------------------
+
+
+def config(**options) -> StoreConfig:
+    return StoreConfig(namespace="chunks", options=options, dimension=4)
+
+
+def test_mode_follows_the_options():
+    """No option: embedded; any server option: http; ``chroma-http``: http."""
+    assert ChromaVectorStore(config()).options.mode == "embedded"
+    assert ChromaVectorStore(config(host="db.internal")).options.mode == "http"
+    assert ChromaVectorStore(config(port=8001)).url == "http://localhost:8001"
+    assert ChromaHttpVectorStore(config()).options.mode == "http"
+    assert ChromaVectorStore(config(ssl=True, host="h")).url == "https://h:8000"
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"mode": "embedded", "host": "h"}, "host only apply to mode = 'http'"),
+        ({"mode": "http", "path": "x"}, "path only applies to mode = 'embedded'"),
+        ({"collection_prefix": "bad.prefix"}, "collection_prefix"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"hots": "typo"}, "hots"),
+    ],
+)
+def test_bad_options_are_config_errors(options, words):
+    """Contradictory or misspelled options fail when the store is built."""
+    with pytest.raises(ConfigError, match=words):
+        ChromaVectorStore(config(**options))
+
+
+def test_chroma_http_rejects_a_path():
+    with pytest.raises(ConfigError, match="path only applies"):
+        ChromaHttpVectorStore(config(path="x"))
+
+
+def test_auth_token_is_secret():
+    """The token never shows in the options' repr (nor in error messages)."""
+    store = ChromaVectorStore(config(auth_token="s3cret", host="h"))
+    assert "s3cret" not in repr(store.options)
+
+
+@pytest.mark.parametrize(
+    ("args", "name"),
+    [
+        (("ragkit", "default", "chunks"), "ragkit.default.chunks"),
+        (("ragkit", "w-1", "ns_"), "ragkit.w-1.ns_.0"),
+        (("ragkit", "w", "ns-"), "ragkit.w.ns-.0"),
+        (("p", "w_", "n"), "p.w_.n"),
+    ],
+)
+def test_collection_names(args, name):
+    """``<prefix>.<workspace>.<namespace>``, ``.0`` appended when Chroma needs
+    a letter or digit at the end (``.`` never occurs in ragkit names)."""
+    assert collection_name(*args) == name
+
+
+def test_options_from_url():
+    assert options_from_url("http://127.0.0.1:8000") == {"host": "127.0.0.1", "port": 8000, "ssl": False}
+    assert options_from_url("https://chroma.example") == {"host": "chroma.example", "port": 443, "ssl": True}
+    with pytest.raises(ValueError):
+        options_from_url("127.0.0.1:8000")
+
+
+def test_contract_options_skip_with_a_clear_reason(monkeypatch, free_port):
+    """No server at RAGKIT_CHROMA_URL: the contract skips (the contract's
+    conftest turns that into a failure when RAGKIT_CONTRACT_REQUIRE names it)."""
+    monkeypatch.setenv("RAGKIT_CHROMA_URL", f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(pytest.skip.Exception, match="no Chroma server answers at .*chroma-server start"):
+        ChromaHttpVectorStore.contract_options(None)
+
+
+async def test_unreachable_server_is_a_store_error_with_a_hint(free_port):
+    store = ChromaVectorStore(config(host="127.0.0.1", port=free_port()))
+    with pytest.raises(StoreError, match=r"cannot open Chroma at http://127\.0\.0\.1:\d+.*chroma run"):
+        await store.open()
+    assert not store.is_open
+
+
+# -- batching ------------------------------------------------------------------------
+
+
+async def test_writes_and_reads_are_batched_by_batch_size(make_store, mode, monkeypatch):
+    """With ``batch_size = 100``, 250 records go in requests of 100, 100, 50
+    (upsert, the metadata look-up before it, get and delete)."""
+    store = await make_store(mode, batch_size=100)
+    calls = CallLog(monkeypatch, "upsert", "get", "delete")
+    ids = [f"id{i:03d}" for i in range(250)]
+    await store.upsert(ids, rows(250), [{"i": i} for i in range(250)])
+    assert calls.sizes("upsert") == [100, 100, 50]
+    assert calls.sizes("get") == [100, 100, 50]
+    assert await store.count() == 250
+    calls.calls.clear()
+    got = await store.get(ids)
+    assert [r.metadata["i"] for r in got] == list(range(250))
+    assert calls.sizes("get") == [100, 100, 50]
+    await store.delete(ids[:230])
+    assert calls.sizes("delete") == [100, 100, 30]
+    assert sorted([i async for i in store.ids()]) == ids[230:]
+
+
+async def test_upsert_beyond_max_batch_size(make_store, mode, monkeypatch):
+    """One upsert of ``max_batch_size + 7`` records is split at the client's
+    ``max_batch_size``; every record is stored and searchable."""
+    store = await make_store(mode)
+    limit = store._client.get_max_batch_size()
+    n = limit + 7
+    calls = CallLog(monkeypatch, "upsert")
+    m = rows(n, seed=1)
+    ids = [f"big-{i:05d}" for i in range(n)]
+    await store.upsert(ids, m)
+    assert calls.sizes("upsert") == [limit, 7]
+    assert await store.count() == n
+    assert len({i async for i in store.ids()}) == n
+    hits = await store.query(m[-1], 1)
+    assert [h.id for h in hits] == [ids[-1]]
+
+
+# -- Chroma never embeds -------------------------------------------------------------
+
+
+async def test_chroma_never_embeds(make_store, mode, monkeypatch):
+    """Collections have no embedding function; writes send embeddings and no
+    documents, queries send query_embeddings and never query_texts. Chroma's
+    embedding functions are made to fail, so any embedding attempt would show."""
+    from chromadb.utils import embedding_functions as ef
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("Chroma tried to embed")
+
+    monkeypatch.setattr(ef.DefaultEmbeddingFunction, "__call__", refuse)
+    monkeypatch.setattr(ef.ONNXMiniLM_L6_V2, "__call__", refuse)
+    calls = CallLog(monkeypatch, "upsert", "query")
+    store = await make_store(mode)
+    await store.upsert(["a", "b"], rows(2), [{"t": "x"}, {}])
+    hits = await store.query(rows(1)[0], 2, filter={"t": "x"})
+    assert [h.id for h in hits] == ["a"]
+    collection = store._client.get_collection(store.collection_name, embedding_function=None)
+    assert collection.configuration.get("embedding_function") is None
+    for name, kwargs in calls.calls:
+        if name == "upsert":
+            assert kwargs["embeddings"] is not None and kwargs.get("documents") is None
+        else:
+            assert kwargs["query_embeddings"] is not None and kwargs.get("query_texts") is None
+
+
+# -- isolation and persistence ---------------------------------------------------------
+
+
+async def test_workspaces_are_isolated_in_one_database(make_store, mode):
+    """Two workspaces (one server, or one embedded folder) keep separate
+    collections under the same ids; dropping one leaves the other intact."""
+    a = await make_store(mode)
+    b = await make_store(mode)
+    await a.upsert(["same"], [[1, 0, 0, 0]], [{"who": "a"}])
+    await b.upsert(["same", "other"], [[0, 1, 0, 0], [0, 0, 1, 0]], [{"who": "b"}, {}])
+    assert a.collection_name != b.collection_name
+    names = {c.name for c in a._client.list_collections()}
+    assert {a.collection_name, b.collection_name} <= names
+    assert (await a.get(["same"]))[0].metadata == {"who": "a"}
+    await b.drop()
+    assert await b.count() == 0
+    assert b.collection_name not in {c.name for c in a._client.list_collections()}
+    assert [h.id for h in await a.query([1, 0, 0, 0], 5)] == ["same"]
+
+
+async def test_embedded_data_survives_another_process(tmp_path):
+    """Records written by one process (then closed) are read back by a new
+    store in this process: nothing lives only in memory."""
+    script = textwrap.dedent(
+        f"""
+        import asyncio
+        from ragkit.protocols import StoreConfig
+        from ragkit_chroma.store import ChromaVectorStore
+
+        async def main():
+            config = StoreConfig(namespace="chunks", workspace="w", working_dir={str(tmp_path)!r}, dimension=4)
+            async with ChromaVectorStore(config) as store:
+                await store.upsert(["a", "b", "中文"], [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 1]],
+                                   [{{"v": 1}}, {{"v": 2, "flag": True}}, {{"t": "🙂"}}])
+                await store.upsert(["b"], [[0, 0, 0, 1]], [{{"v": 3}}])
+                await store.delete(["a"])
+
+        asyncio.run(main())
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    config = StoreConfig(namespace="chunks", workspace="w", working_dir=tmp_path, dimension=4)
+    async with ChromaVectorStore(config) as store:
+        assert store.path == (tmp_path / "chroma").resolve()
+        assert await store.count() == 2
+        a, b, zh = await store.get(["a", "b", "中文"])
+        assert a is None and b.metadata == {"v": 3} and zh.metadata == {"t": "🙂"}
+        assert np.allclose(b.vector, [0, 0, 0, 1])
+        assert [h.id for h in await store.query([0, 0, 0, 1], 1)] == ["b"]
+
+
+async def test_a_dropped_collection_is_looked_up_again(make_store, mode):
+    """An instance whose collection another instance dropped and recreated
+    keeps working (Chroma addresses collections by id, not by name)."""
+    a = await make_store(mode)
+    await a.upsert(["x"], [[1, 0, 0, 0]])
+    b = await make_store(mode, workspace=a.workspace)
+    await b.drop()
+    await b.upsert(["y"], [[0, 1, 0, 0]])
+    assert [i async for i in a.ids()] == ["y"]
+    await a.upsert(["z"], [[0, 0, 1, 0]])
+    assert await b.count() == 2
+
+
+# -- dimensions and metadata ---------------------------------------------------------
+
+
+async def test_dimension_mismatch_on_open_names_both_and_the_fix(make_store, mode):
+    """Opening a store with another dimension over an existing collection fails
+    at open() with both dimensions, the collection and the fix."""
+    first = await make_store(mode, dimension=16)
+    await first.upsert(["a"], rows(1, 16))
+    other = await make_store(mode, workspace=first.workspace, dimension=8, open=False)
+    with pytest.raises(DimensionMismatchError) as err:
+        await other.open()
+    message = str(err.value)
+    assert "dimension 16" in message and "dimension 8" in message
+    assert first.collection_name in message and "same embedder" in message
+    assert not other.is_open
+
+
+async def test_wrong_dimension_writes_say_what_to_do(make_store, mode):
+    store = await make_store(mode, dimension=4)
+    with pytest.raises(DimensionMismatchError, match="dimension 5 but store .* dimension 4; use the same embedder"):
+        await store.upsert(["a"], rows(1, 5))
+    with pytest.raises(DimensionMismatchError, match="query vector has dimension 3"):
+        await store.query([1, 0, 0], 1)
+    assert await store.count() == 0
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [{"#document": "x"}, {"$and": 1}, {"chroma:x": 1}, {"": 1}, {"big": 2**63}, {"small": -(2**63) - 1}],
+    ids=["hash", "dollar", "chroma-prefix", "empty", "int-too-big", "int-too-small"],
+)
+async def test_metadata_chroma_cannot_keep_is_refused(make_store, meta):
+    """Keys Chroma refuses or drops, and ints it would turn into floats, raise
+    InvalidValueError and write nothing of the batch."""
+    store = await make_store("embedded")
+    with pytest.raises(InvalidValueError, match="cannot be stored in Chroma"):
+        await store.upsert(["ok", "bad"], rows(2), [{"fine": 1}, meta])
+    assert await store.count() == 0
+
+
+async def test_upsert_replaces_metadata_in_chroma_itself(make_store, mode):
+    """Chroma merges metadata on upsert; the store clears the keys the new
+    metadata lacks, so the collection itself holds exactly the new metadata."""
+    store = await make_store(mode)
+    await store.upsert(["a", "b"], rows(2), [{"x": 1, "y": 2}, {"z": True}])
+    await store.upsert(["a", "b"], rows(2), [{"x": 3}, {}])
+    raw = store._client.get_collection(store.collection_name, embedding_function=None)
+    got = raw.get(ids=["a", "b"], include=["metadatas"])
+    assert dict(zip(got["ids"], got["metadatas"])) == {"a": {"x": 3}, "b": None}
+
+
+# -- group commit ----------------------------------------------------------------------
+
+
+async def test_concurrent_writes_are_committed_together(make_store, monkeypatch):
+    """40 concurrent single-record upserts reach Chroma in far fewer upsert
+    calls (one per group of queued writes), and each caller's write lands."""
+    store = await make_store("embedded")
+    calls = CallLog(monkeypatch, "upsert")
+    await asyncio.gather(*(store.upsert([f"k{i}"], rows(1, seed=i), [{"i": i}]) for i in range(40)))
+    assert await store.count() == 40
+    assert len(calls.sizes("upsert")) <= 3, calls.sizes("upsert")
+    assert [r.metadata for r in await store.get(["k0", "k39"])] == [{"i": 0}, {"i": 39}]
+
+
+async def test_writes_queued_after_a_drop_survive_it(make_store):
+    """upsert a, drop, upsert b issued at once: the drop applies between them."""
+    store = await make_store("embedded")
+    await asyncio.gather(
+        store.upsert(["a"], [[1, 0, 0, 0]]),
+        store.drop(),
+        store.upsert(["b"], [[0, 1, 0, 0]]),
+        store.delete(["never"]),
+    )
+    assert [i async for i in store.ids()] == ["b"]
+
+
+async def test_a_failed_group_fails_every_caller(make_store, monkeypatch):
+    """A backend failure reaches every caller whose write was in the group, as
+    a StoreError naming the collection; the store keeps working afterwards."""
+    store = await make_store("embedded")
+    await store.upsert(["seed"], [[1, 0, 0, 0]])
+    original = Collection.upsert
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(Collection, "upsert", broken)
+    results = await asyncio.gather(
+        *(store.upsert([f"k{i}"], rows(1, seed=i)) for i in range(5)), return_exceptions=True
+    )
+    assert all(isinstance(r, StoreError) and "disk full" in str(r) for r in results)
+    assert store.collection_name in str(results[0])
+    monkeypatch.setattr(Collection, "upsert", original)
+    await store.upsert(["k0"], rows(1))
+    assert sorted([i async for i in store.ids()]) == ["k0", "seed"]
+
+
+# -- the chroma-server script ------------------------------------------------------------
+
+
+def test_server_script_starts_waits_and_stops(tmp_path, free_port, chroma_script):
+    """``start`` returns once the heartbeat answers and prints the URL; a second
+    ``start`` on the taken port fails with a clear message; ``stop`` ends it and
+    removes the temporary data folder it made."""
+    port = str(free_port())
+    started = chroma_script("start", "--port", port, state_dir=tmp_path)
+    try:
+        assert started.returncode == 0, started.stderr
+        assert f"RAGKIT_CHROMA_URL=http://127.0.0.1:{port}" in started.stdout
+        assert chroma_script("status", "--port", port, state_dir=tmp_path).returncode == 0
+        again = chroma_script("start", "--port", port, state_dir=tmp_path)
+        assert again.returncode == 1 and "already listens on" in again.stderr
+    finally:
+        stopped = chroma_script("stop", "--port", port, state_dir=tmp_path)
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+    down = chroma_script("status", "--port", port, state_dir=tmp_path)
+    assert down.returncode == 1 and "no chroma server answers" in down.stderr
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_server_script_reports_a_server_that_exits(tmp_path, free_port, chroma_script):
+    """A server process that exits fails ``start`` at once, with its log."""
+    fake = tmp_path / "fake-chroma"
+    fake.write_text("#!/bin/sh\necho 'cannot bind: permission denied' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    done = chroma_script("start", "--port", str(free_port()), state_dir=tmp_path, env={"CHROMA_BIN": str(fake)})
+    assert done.returncode == 1
+    assert "exited with code 3" in done.stderr and "cannot bind: permission denied" in done.stderr
+
+
+def test_server_script_times_out_with_a_clear_message(tmp_path, free_port, chroma_script):
+    """A server that never answers is stopped after --timeout, with its log."""
+    fake = tmp_path / "silent-chroma"
+    fake.write_text("#!/bin/sh\necho 'starting...'\nexec sleep 60\n")
+    fake.chmod(0o755)
+    done = chroma_script("start", "--port", str(free_port()), "--timeout", "1", state_dir=tmp_path,
+                         env={"CHROMA_BIN": str(fake)})
+    assert done.returncode == 1
+    assert "no heartbeat" in done.stderr and "starting..." in done.stderr

@@ -1,0 +1,204 @@
+"""What the Redis KV and doc-status stores share: options, key layout, the
+client's lifecycle and error translation.
+
+Key layout (``<prefix>`` defaults to ``ragkit``)::
+
+    <prefix>:{<workspace>:<kind>:<namespace>}:r:<record key>   one string per record (JSON)
+    <prefix>:{<workspace>:<kind>:<namespace>}:ids              sorted set of record keys (score 0)
+
+plus, for doc status, one sorted set per status (``...:s:<status>``). The part
+in braces is a Redis Cluster hash tag: every key of one store lives in one slot,
+so a batch can be one ``MULTI``/``EXEC``. Workspace and namespace names cannot
+hold ``:`` or ``}``, so no two stores share a key. Iteration and counts use the
+``ids`` sorted set (``ZRANGEBYLEX`` pages keyed by the last member, ``ZCARD``):
+nothing scans the keyspace (no ``KEYS``, no ``SCAN``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ragkit.errors import InvalidValueError, StoreError
+from ragkit.protocols.base import BaseStore
+
+_PREFIX = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+
+
+class RedisOptions(BaseModel):
+    """``[kv.options]`` / ``[doc_status.options]`` of ``redis``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = "redis://localhost:6379/0"
+    """``redis://[user:password@]host:port/db``, ``rediss://`` for TLS, ``unix:///path.sock``."""
+    key_prefix: str = "ragkit"
+    """First part of every key; letters, digits, ``_``, ``.``, ``-``."""
+    batch_size: int = Field(default=1000, ge=1, le=100_000)
+    """Keys per ``MGET``/``UNLINK`` and per page of key scans."""
+    socket_timeout: float | None = Field(default=30.0, gt=0)
+    max_connections: int = Field(default=50, ge=1)
+
+    @field_validator("key_prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        if not _PREFIX.match(value):
+            raise ValueError(f"use 1-64 letters, digits, '_', '.' or '-', got {value!r}")
+        return value
+
+
+def encode_key(key: str) -> bytes:
+    """A record key as bytes; lone surrogates cannot be stored."""
+    try:
+        return key.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidValueError(f"key {key[:40]!r} is not valid Unicode (lone surrogate)") from exc
+
+
+def storable(key: object) -> bool:
+    if not isinstance(key, str) or not key:
+        return False
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def chunked(items: list[Any], size: int) -> Iterator[list[Any]]:
+    return (items[i:i + size] for i in range(0, len(items), size))
+
+
+def reachable_url(env: str, hint: str) -> str:
+    """``contract_options`` helper: the URL in ``env``, or ``pytest.skip``."""
+    import pytest
+
+    url = os.environ.get(env)
+    if not url:
+        pytest.skip(f"set {env} ({hint})")
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "localhost", parsed.port or 6379), timeout=2):
+            pass
+    except OSError as exc:
+        pytest.skip(f"{env}={url} does not accept connections: {exc}")
+    return url
+
+
+class RedisStore(BaseStore):
+    """Base of both Redis stores: one client per open store."""
+
+    kind: str = ""
+    options: RedisOptions
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self.base = f"{self.options.key_prefix}:{{{self.workspace}:{self.kind}:{self.namespace}}}"
+        self.ids_key = f"{self.base}:ids".encode()
+        self._record_prefix = f"{self.base}:r:".encode()
+        self._client: Any = None
+
+    @classmethod
+    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
+        """Options for ragkit's contract run: the server at ``RAGKIT_REDIS_URL``."""
+        url = reachable_url(
+            "RAGKIT_REDIS_URL",
+            "e.g. redis://127.0.0.1:6379/0 after `plugins/ragkit-redis/scripts/redis-server start`",
+        )
+        return {"url": url}
+
+    def record_key(self, key: str) -> bytes:
+        return self._record_prefix + encode_key(key)
+
+    @property
+    def client(self) -> Any:
+        """The ``redis.asyncio.Redis`` client (open stores only)."""
+        self._check_open()
+        return self._client
+
+    @asynccontextmanager
+    async def errors(self, what: str) -> AsyncIterator[None]:
+        from redis.exceptions import AuthenticationError, ConnectionError, RedisError, TimeoutError
+
+        try:
+            yield
+        except AuthenticationError as exc:
+            raise StoreError(f"Redis at {self._safe_url} refused the credentials to {what}: {exc}") from exc
+        except (ConnectionError, TimeoutError) as exc:
+            raise StoreError(
+                f"cannot reach Redis at {self._safe_url} to {what}: {exc}; is the server running "
+                "and the url right?"
+            ) from exc
+        except RedisError as exc:
+            raise StoreError(f"Redis at {self._safe_url} failed to {what}: {exc}") from exc
+
+    @property
+    def _safe_url(self) -> str:
+        parsed = urlparse(self.options.url)
+        if parsed.password:
+            return self.options.url.replace(f":{parsed.password}@", ":****@")
+        return self.options.url
+
+    async def open(self) -> None:
+        if self._open:
+            return
+        from redis.asyncio import Redis
+
+        try:
+            client = Redis.from_url(
+                self.options.url,
+                decode_responses=False,
+                socket_timeout=self.options.socket_timeout,
+                max_connections=self.options.max_connections,
+            )
+        except ValueError as exc:
+            raise StoreError(f"invalid Redis url {self._safe_url!r}: {exc}") from exc
+        try:
+            async with self.errors("connect"):
+                await client.ping()
+        except BaseException:
+            await client.aclose()
+            raise
+        self._client = client
+        self._open = True
+
+    async def flush(self) -> None:
+        self._check_open()  # every call is applied when it returns
+
+    async def close(self) -> None:
+        if not self._open:
+            return
+        self._open = False
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    async def scan_index(self, index: bytes, after: str | None, count: int) -> list[str]:
+        """Up to ``count`` members of ``index`` after ``after``, in byte (code point) order."""
+        start = b"-" if after is None else b"(" + encode_key(after)
+        async with self.errors("list keys"):
+            members = await self.client.zrangebylex(index, start, b"+", start=0, num=count)
+        return [m.decode("utf-8") for m in members]
+
+    async def drop_indexed(self, indexes: list[bytes]) -> None:
+        """Delete every record listed in ``indexes[0]``, then the indexes, a page at a time."""
+        size = self.options.batch_size
+        while True:
+            async with self.errors("drop"):
+                members = await self.client.zrange(indexes[0], 0, size - 1)
+                if not members:
+                    await self.client.delete(*indexes)
+                    return
+                async with self.client.pipeline(transaction=True) as pipe:
+                    pipe.unlink(*(self._record_prefix + m for m in members))
+                    for index in indexes:
+                        pipe.zrem(index, *members)
+                    await pipe.execute()

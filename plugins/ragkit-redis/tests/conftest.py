@@ -1,0 +1,70 @@
+"""Fixtures for ragkit-redis's own tests: a Redis at ``RAGKIT_REDIS_URL``.
+
+Start one with ``plugins/ragkit-redis/scripts/redis-server start`` and export
+``RAGKIT_REDIS_URL=$(plugins/ragkit-redis/scripts/redis-server url)``. Without
+the variable these tests skip; when ``RAGKIT_CONTRACT_REQUIRE`` names
+``kv:redis`` or ``doc_status:redis`` (as CI does) they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+import pytest_asyncio
+
+from ragkit.protocols import StoreConfig
+from ragkit_redis import RedisDocStatusStore, RedisKVStore
+
+
+@pytest.fixture
+def redis_url() -> str:
+    required = {p.strip() for p in os.environ.get("RAGKIT_CONTRACT_REQUIRE", "").split(",")}
+    try:
+        return RedisKVStore.contract_options(None)["url"]  # type: ignore[arg-type]
+    except pytest.skip.Exception as exc:
+        if required & {"kv:redis", "doc_status:redis"}:
+            pytest.fail(f"Redis is required (RAGKIT_CONTRACT_REQUIRE) but: {exc.msg}")
+        raise
+
+
+@pytest.fixture
+def make_config(redis_url):
+    def make(namespace: str = "ns", workspace: str | None = None, **options) -> StoreConfig:
+        return StoreConfig(
+            namespace=namespace,
+            workspace=workspace or f"t{uuid.uuid4().hex[:10]}",
+            options={"url": redis_url, **options},
+        )
+
+    return make
+
+
+@pytest_asyncio.fixture
+async def stores():
+    """Opens stores for a test and drops and closes them afterwards."""
+    opened = []
+
+    async def open_store(cls, config):
+        store = cls(config)
+        await store.open()
+        opened.append(store)
+        return store
+
+    yield open_store
+    for store in opened:
+        if not store.is_open:
+            await store.open()
+        await store.drop()
+        await store.close()
+
+
+@pytest_asyncio.fixture
+async def kv(stores, make_config) -> RedisKVStore:
+    return await stores(RedisKVStore, make_config("kvns"))
+
+
+@pytest_asyncio.fixture
+async def docs(stores, make_config) -> RedisDocStatusStore:
+    return await stores(RedisDocStatusStore, make_config("docns"))

@@ -1,0 +1,286 @@
+"""ragkit-redis beyond the contract: which commands reach the server (no
+``KEYS``/``SCAN``, one ``MULTI``/``EXEC`` per batch), key layout and isolation,
+paging under concurrent writers, atomic transitions.
+
+The contract itself runs from ragkit's ``tests/contract`` (``TestKV_redis``,
+``TestDocStatus_redis``). Troubleshooting: every test needs the server at
+``RAGKIT_REDIS_URL`` (``scripts/redis-server start``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime, timezone
+
+import pytest
+from redis.asyncio import Redis
+
+from ragkit.errors import ConfigError, InvalidTransitionError
+from ragkit.protocols import StoreConfig
+from ragkit.schema import DocStatus, DocStatusRecord
+from ragkit_redis import RedisDocStatusStore, RedisKVStore
+
+T0 = datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
+HOT_PATH_FORBIDDEN = {"KEYS", "SCAN", "FLUSHDB", "FLUSHALL"}
+
+
+def rec(id: str, status: DocStatus = DocStatus.PENDING) -> DocStatusRecord:
+    return DocStatusRecord(id=id, status=status, created_at=T0, updated_at=T0)
+
+
+@contextlib.asynccontextmanager
+async def monitored(store, url: str) -> AsyncIterator[Callable[[Callable[[], Awaitable[object]]], Awaitable[list[str]]]]:
+    """``commands(action)``: the command names ``store``'s connection sends
+    while ``action()`` runs, as the server's ``MONITOR`` reports them. The
+    store must have ``max_connections=1`` so that one address is all of it."""
+    addr = (await store.client.client_info())["addr"]
+    addr = addr.decode() if isinstance(addr, bytes) else addr
+    monitor_client = Redis.from_url(url)
+    async with monitor_client.monitor() as monitor:
+
+        async def commands(action: Callable[[], Awaitable[object]]) -> list[str]:
+            sentinel = f"ragkit-sentinel-{uuid.uuid4().hex}"
+            seen: list[str] = []
+
+            async def collect() -> None:
+                while True:
+                    cmd = await monitor.next_command()
+                    if f"{cmd['client_address']}:{cmd['client_port']}" != addr:
+                        continue
+                    if sentinel in cmd["command"]:
+                        return
+                    seen.append(cmd["command"].split(" ", 1)[0].upper())
+
+            task = asyncio.create_task(collect())
+            await action()
+            await store.client.echo(sentinel)
+            await asyncio.wait_for(task, 10)
+            return seen
+
+        yield commands
+    await monitor_client.aclose()
+
+
+async def _keys(store) -> list[str]:
+    return [k async for k in store.keys()]
+
+
+async def test_kv_hot_paths_send_batched_commands_and_never_keys(stores, make_config, redis_url):
+    """Each KV operation sends a fixed number of commands whatever the batch
+    size (one MULTI/EXEC per write), and none scans the keyspace.
+
+    Troubleshoot: a per-record loop shows up as N commands; a KEYS/SCAN means
+    count() or keys() stopped using the sorted-set index.
+    """
+    kv = await stores(RedisKVStore, make_config("hot", max_connections=1, batch_size=100))
+    records = {f"k{i:04d}": {"i": i, "text": "x" * 50} for i in range(300)}
+    async with monitored(kv, redis_url) as commands:
+        assert await commands(lambda: kv.upsert(records)) == ["MULTI", "MSET", "ZADD", "EXEC"]
+        assert await commands(lambda: kv.get_many(list(records)[:100])) == ["MGET"]
+        assert await commands(lambda: kv.get_many(list(records))) == ["MGET"] * 3
+        assert await commands(kv.count) == ["ZCARD"]
+        assert await commands(lambda: _keys(kv)) == ["ZRANGEBYLEX"] * 4  # 3 full pages + the empty tail
+        assert await commands(lambda: kv.missing(["k0001", "nope"])) == ["MGET"]
+        assert await commands(lambda: kv.delete(list(records)[:150])) == ["MULTI", "UNLINK", "ZREM", "EXEC"]
+        everything = await commands(kv.drop)
+    assert not HOT_PATH_FORBIDDEN & set(everything), everything
+    assert await kv.count() == 0
+
+
+async def test_doc_status_hot_paths_send_batched_commands_and_never_keys(stores, make_config, redis_url):
+    """Doc-status writes are one MULTI/EXEC (record, id index, status sets
+    together); counts are one transaction of four ZCARD; a page is a
+    ZRANGEBYLEX and an MGET.
+
+    Troubleshoot: as for KV; counts() must not list documents to count them.
+    """
+    docs = await stores(RedisDocStatusStore, make_config("hot", max_connections=1))
+    batch = [rec(f"d{i:03d}", list(DocStatus)[i % 4]) for i in range(200)]
+    async with monitored(docs, redis_url) as commands:
+        sent = await commands(lambda: docs.upsert(batch))
+        assert sent[0] == "MULTI" and sent[-1] == "EXEC" and sent.count("MSET") == 1, sent
+        assert len(sent) <= 2 + 2 + 2 * 4, f"commands do not grow with the batch: {sent}"
+        assert await commands(docs.counts) == ["MULTI"] + ["ZCARD"] * 4 + ["EXEC"]
+        assert await commands(lambda: docs.list_page(DocStatus.FAILED, limit=10)) == ["ZRANGEBYLEX", "MGET"]
+        assert await commands(lambda: docs.get(["d001", "d002", "zz"])) == ["MGET"]
+        sent = await commands(lambda: docs.transition("d000", DocStatus.PROCESSING))
+        assert sent[:2] == ["WATCH", "GET"] and sent[2] == "MULTI" and sent[-1] == "EXEC", sent
+        sent = await commands(lambda: docs.delete(["d001", "d002"]))
+        assert sent == ["MULTI", "UNLINK", "ZREM"] + ["ZREM"] * 4 + ["EXEC"], sent
+    assert (await docs.counts())[DocStatus.PROCESSING] == 50  # d000 in, d001 deleted
+
+
+async def test_no_keys_command_in_commandstats(stores, make_config, redis_url):
+    """Across a whole workload of both stores the server's ``INFO commandstats``
+    counts no new KEYS or SCAN call (a second, server-wide check next to MONITOR).
+
+    Troubleshoot: another client of the same server may call KEYS; run on the
+    private server ``scripts/redis-server`` starts.
+    """
+    admin = Redis.from_url(redis_url)
+    try:
+        before = await admin.info("commandstats")
+        kv = await stores(RedisKVStore, make_config("stats"))
+        docs = await stores(RedisDocStatusStore, make_config("stats"))
+        await kv.upsert({f"k{i}": {"i": i} for i in range(50)})
+        await kv.get_many([f"k{i}" for i in range(60)])
+        assert len(await _keys(kv)) == await kv.count() == 50
+        await kv.delete(["k1", "k2"])
+        await docs.upsert([rec(f"d{i}") for i in range(30)])
+        await docs.transition("d1", DocStatus.PROCESSING)
+        await docs.list_page(limit=7)
+        await docs.counts()
+        await kv.drop()
+        await docs.drop()
+        after = await admin.info("commandstats")
+    finally:
+        await admin.aclose()
+    for cmd in ("cmdstat_keys", "cmdstat_scan"):
+        assert after.get(cmd, {}).get("calls", 0) == before.get(cmd, {}).get("calls", 0), cmd
+    assert after["cmdstat_mset"]["calls"] > before.get("cmdstat_mset", {}).get("calls", 0)
+
+
+async def test_key_layout_prefix_and_hash_tag(stores, make_config, redis_url):
+    """Keys are ``<prefix>:{<workspace>:<kind>:<namespace>}:...``; a custom
+    prefix moves every key; the sorted-set index holds the record keys.
+
+    Troubleshoot: the layout is documented in ragkit_redis/_base.py; changing it
+    orphans existing data.
+    """
+    config = make_config("layout", key_prefix="myapp")
+    kv = await stores(RedisKVStore, config)
+    await kv.upsert({"a:b{c}": {"v": 1}})
+    base = f"myapp:{{{config.workspace}:kv:layout}}"
+    admin = Redis.from_url(redis_url)
+    try:
+        assert await admin.get(f"{base}:r:a:b{{c}}") == b'{"v": 1}'
+        assert await admin.zrange(f"{base}:ids", 0, -1) == [b"a:b{c}"]
+    finally:
+        await admin.aclose()
+
+
+async def test_workspaces_prefixes_and_kinds_do_not_share_keys(stores, make_config):
+    """The same workspace/namespace/key under KV and doc status, and under two
+    prefixes, are four independent records.
+
+    Troubleshoot: the kind and the prefix must both be part of every key.
+    """
+    ws = f"w{uuid.uuid4().hex[:8]}"
+    kv1 = await stores(RedisKVStore, make_config("same", ws))
+    kv2 = await stores(RedisKVStore, make_config("same", ws, key_prefix="other"))
+    docs = await stores(RedisDocStatusStore, make_config("same", ws))
+    await kv1.upsert({"x": {"who": 1}})
+    await kv2.upsert({"x": {"who": 2}})
+    await docs.upsert([rec("x")])
+    assert (await kv1.get("x"), await kv2.get("x")) == ({"who": 1}, {"who": 2})
+    await kv1.drop()
+    assert await kv2.count() == 1 and await docs.count() == 1
+
+
+async def test_paging_has_no_gaps_or_repeats_under_concurrent_writers(stores, make_config):
+    """Readers paging with limit 2 (all statuses, and one status) while four
+    writers, through another store instance and connection, insert ids between
+    the stable ones, delete them and move other documents between statuses:
+    every stable document is listed exactly once, in id order.
+
+    Troubleshoot: offset paging or a cursor that is not the last id returned
+    skips or repeats; a listing that trusts a stale index entry shows deleted
+    or moved documents.
+    """
+    config = make_config("paging")
+    reader_store = await stores(RedisDocStatusStore, config)
+    writer_store = await stores(RedisDocStatusStore, config)
+    stable = [f"s{i:03d}" for i in range(0, 120, 3)]
+    await reader_store.upsert([rec(i) for i in stable])
+    done = asyncio.Event()
+
+    async def writer(w: int) -> None:
+        i = 0
+        while not done.is_set():
+            churn = [f"s{(i * 3 + w) % 120:03d}-{w}", f"a{w}-{i}", f"z{w}-{i}"]
+            await writer_store.upsert([rec(c, list(DocStatus)[i % 4]) for c in churn])
+            await asyncio.sleep(0)
+            await writer_store.delete(churn[:2])
+            i += 1
+
+    async def read(status: DocStatus | None) -> list[str]:
+        seen: list[str] = []
+        cursor = None
+        while True:
+            page = await reader_store.list_page(status, limit=2, cursor=cursor)
+            seen += [r.id for r in page.items]
+            if page.next_cursor is None:
+                return seen
+            cursor = page.next_cursor
+            await asyncio.sleep(0)
+
+    writers = [asyncio.create_task(writer(w)) for w in range(4)]
+    try:
+        everything, pending = await asyncio.gather(read(None), read(DocStatus.PENDING))
+    finally:
+        done.set()
+        await asyncio.gather(*writers)
+    for seen in (everything, pending):
+        assert seen == sorted(seen) and len(seen) == len(set(seen)), "repeated or out of order"
+        assert [i for i in seen if i in set(stable)] == stable, "a stable document was skipped"
+
+
+async def test_concurrent_transitions_of_one_document_are_atomic(stores, make_config):
+    """Ten tasks on two store instances move one pending document to
+    processing at once: exactly one succeeds, the others see it is already
+    processing and get ``InvalidTransitionError`` (the lifecycle check and the
+    write are one check-and-set).
+
+    Troubleshoot: a read, check, write sequence without WATCH lets several pass.
+    """
+    config = make_config("cas")
+    first = await stores(RedisDocStatusStore, config)
+    second = await stores(RedisDocStatusStore, config)
+    await first.upsert([rec("doc")])
+
+    async def attempt(store) -> bool:
+        try:
+            await store.transition("doc", DocStatus.PROCESSING)
+        except InvalidTransitionError:
+            return False
+        return True
+
+    results = await asyncio.gather(*(attempt(first if i % 2 else second) for i in range(10)))
+    assert sum(results) == 1
+    assert await first.counts() == {DocStatus.PENDING: 0, DocStatus.PROCESSING: 1,
+                                    DocStatus.PROCESSED: 0, DocStatus.FAILED: 0}
+
+
+async def test_status_sets_follow_replacing_upserts(stores, make_config):
+    """Upserting a record with a new status (not through ``transition``) moves
+    it between status sets: counts and status listings never show it twice.
+
+    Troubleshoot: the upsert must remove the id from every other status set.
+    """
+    docs = await stores(RedisDocStatusStore, make_config("moves"))
+    for status in [DocStatus.PENDING, DocStatus.FAILED, DocStatus.PROCESSED, DocStatus.PENDING]:
+        await docs.upsert([rec("d", status), rec("e", DocStatus.FAILED)])
+        counts = await docs.counts()
+        assert sum(counts.values()) == 2
+        assert [r.id for r in (await docs.list_page(status)).items] == (["d"] if status is not DocStatus.FAILED else ["d", "e"])
+
+
+def test_options_are_validated(redis_url):
+    """Unknown options and unsafe key prefixes are configuration errors."""
+    with pytest.raises(ConfigError, match="key_prefix"):
+        RedisKVStore(StoreConfig(namespace="n", options={"url": redis_url, "key_prefix": "a{b}"}))
+    with pytest.raises(ConfigError, match="urll"):
+        RedisKVStore(StoreConfig(namespace="n", options={"urll": redis_url}))
+
+
+async def test_unreachable_server_is_a_store_error():
+    """Opening against a port nobody listens on raises ``StoreError`` naming the URL."""
+    from ragkit.errors import StoreError
+
+    store = RedisKVStore(StoreConfig(namespace="n", options={"url": "redis://127.0.0.1:1/0", "socket_timeout": 2}))
+    with pytest.raises(StoreError, match=r"redis://127\.0\.0\.1:1/0"):
+        await store.open()
+    assert not store.is_open
