@@ -212,6 +212,19 @@ def _same(value: Any, expected: Any) -> bool:
     return isinstance(value, bool) == isinstance(expected, bool) and value == expected
 
 
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+
+
+def storable_scalar(value: Any) -> bool:
+    """A metadata value every database keeps with its type: a bool, a str, a
+    64-bit int or a finite float (larger ints silently become floats in most)."""
+    if isinstance(value, (bool, str)):
+        return True
+    if isinstance(value, int):
+        return I64_MIN <= value <= I64_MAX
+    return isinstance(value, float) and math.isfinite(value)
+
+
 def rank_hits(hits: list[VectorHit], top_k: int) -> list[VectorHit]:
     """Sort best first with the protocol's tie rule (scores within 1e-6 tie, id asc)."""
     hits.sort(key=lambda h: (-round(h.score, 6), h.id))

@@ -29,10 +29,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ragkit.errors import InvalidValueError
+from ragkit.protocols.vector import storable_scalar
 
 Where = dict[str, Any]
 
-I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 _RESERVED_PREFIXES = ("#", "$", "chroma:")
 
 
@@ -51,14 +51,6 @@ def storable_key(key: str) -> bool:
     return bool(key) and not key.startswith(_RESERVED_PREFIXES)
 
 
-def storable_value(value: Any) -> bool:
-    """A scalar Chroma keeps with its type (ints beyond 64 bits become floats)."""
-    if isinstance(value, bool) or isinstance(value, str):
-        return True
-    if isinstance(value, int):
-        return I64_MIN <= value <= I64_MAX
-    return isinstance(value, float) and math.isfinite(value)
-
 
 def check_metadata(metadata: Sequence[Mapping[str, Any]]) -> None:
     """Reject (before anything is written) what Chroma would refuse or alter."""
@@ -69,7 +61,7 @@ def check_metadata(metadata: Sequence[Mapping[str, Any]]) -> None:
                     f"metadata key {key!r} cannot be stored in Chroma: keys must be "
                     "non-empty and must not start with '#', '$' or 'chroma:'"
                 )
-            if not storable_value(value):
+            if not storable_scalar(value):
                 raise InvalidValueError(
                     f"metadata {key!r}={value!r} cannot be stored in Chroma: integers "
                     "must fit in 64 bits"
@@ -105,9 +97,9 @@ def _in_values(field: str, cond: Mapping[str, Any]) -> list[Any]:
 
 def _clause(field: str, cond: Any) -> Where | _NoMatch:
     if isinstance(cond, Mapping):
-        values = [v for v in _in_values(field, cond) if storable_value(v)]
+        values = [v for v in _in_values(field, cond) if storable_scalar(v)]
     else:
-        values = [cond] if storable_value(cond) else []
+        values = [cond] if storable_scalar(cond) else []
     if not values or not storable_key(field):
         return NO_MATCH
     if not isinstance(cond, Mapping):

@@ -23,7 +23,6 @@ Integers beyond 2**53 (not exact as a float range) use ``MatchValue``.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -31,11 +30,11 @@ from typing import Any, Final
 from qdrant_client import models
 
 from ragkit.errors import InvalidValueError
+from ragkit.protocols.vector import storable_scalar
 
 RESERVED_PREFIX = "_ragkit_"
 ID_KEY = "_ragkit_id"
 WORKSPACE_KEY = "_ragkit_workspace"
-I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 _EXACT_FLOAT_INT = 2**53
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_\-]+$")
 
@@ -54,13 +53,6 @@ def storable_key(key: str) -> bool:
     return bool(key) and '"' not in key and not key.startswith(RESERVED_PREFIX)
 
 
-def storable_value(value: Any) -> bool:
-    if isinstance(value, bool) or isinstance(value, str):
-        return True
-    if isinstance(value, int):
-        return I64_MIN <= value <= I64_MAX
-    return isinstance(value, float) and math.isfinite(value)
-
 
 def check_metadata(metadata: Sequence[Mapping[str, Any]]) -> None:
     """Reject (before anything is written) what Qdrant would refuse or alter."""
@@ -71,7 +63,7 @@ def check_metadata(metadata: Sequence[Mapping[str, Any]]) -> None:
                     f"metadata key {key!r} cannot be stored in Qdrant: keys must be non-empty, "
                     f"without '\"', and must not start with {RESERVED_PREFIX!r} (ragkit's own fields)"
                 )
-            if not storable_value(value):
+            if not storable_scalar(value):
                 raise InvalidValueError(
                     f"metadata {key!r}={value!r} cannot be stored in Qdrant: integers must fit in 64 bits"
                 )
@@ -104,7 +96,7 @@ def _in_values(field: str, cond: Mapping[str, Any]) -> list[Any]:
 
 def _condition(field: str, cond: Any) -> models.Condition | _NoMatch:
     raw = _in_values(field, cond) if isinstance(cond, Mapping) else [cond]
-    values = list(dict.fromkeys((type(v), v) for v in raw if storable_value(v)))
+    values = list(dict.fromkeys((type(v), v) for v in raw if storable_scalar(v)))
     if not values or not storable_key(field):
         return NO_MATCH
     key = json_key(field)
