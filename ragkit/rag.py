@@ -7,9 +7,10 @@ sync names wrap them with ``asyncio.run`` for scripts and notebooks.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import functools
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ragkit.backends import build_model
 from ragkit.errors import ConfigError
@@ -25,6 +26,20 @@ from ragkit.protocols import LLM, Embedder, Reranker, Tokenizer
 from ragkit.query.engine import Querier
 from ragkit.schema import DocStatus, Document, QueryParam, QueryResult
 from ragkit.settings import Settings, load_settings
+
+T = TypeVar("T")
+
+
+def _sync(method: Callable[..., Awaitable[T]]) -> Callable[..., T]:
+    """The sync twin of an async ``RAG`` method: its own event loop, stores
+    closed after (see ``RAG._once``)."""
+
+    @functools.wraps(method)
+    def run(self: RAG, *args: Any, **kwargs: Any) -> T:
+        return asyncio.run(self._once(method(self, *args, **kwargs)))
+
+    run.__name__ = run.__qualname__ = method.__name__.removeprefix("a")
+    return run
 
 
 class RAG:
@@ -123,14 +138,9 @@ class RAG:
             raise ConfigError("stream=True needs the async API: `async for piece in (await rag.aquery(...)).stream`")
         return asyncio.run(self._once(self.aquery(question, param, **options)))
 
-    def insert(self, inputs: Any) -> tuple[LoadReport, IndexReport]:
-        return asyncio.run(self._once(self.ainsert(inputs)))
-
-    def delete(self, doc_ids: Iterable[str]) -> list[str]:
-        return asyncio.run(self._once(self.adelete(doc_ids)))
-
-    def status(self) -> dict[str, int]:
-        return asyncio.run(self._once(self.astatus()))
+    insert = _sync(ainsert)
+    delete = _sync(adelete)
+    status = _sync(astatus)
 
     async def _once(self, coro: Any) -> Any:
         """Sync calls each run in their own event loop, so stores are closed after."""
@@ -187,41 +197,16 @@ class RAG:
         await self.aopen()
         return await export_graph(self.stores, path, format)
 
-    def create_entity(self, name: str, type: str = "entity", description: str = "") -> dict:
-        return asyncio.run(self._once(self.acreate_entity(name, type, description)))
-
-    def edit_entity(self, name: str, *, description: str | None = None, type: str | None = None) -> dict:
-        return asyncio.run(self._once(self.aedit_entity(name, description=description, type=type)))
-
-    def rename_entity(self, old: str, new: str) -> dict:
-        return asyncio.run(self._once(self.arename_entity(old, new)))
-
-    def delete_entity(self, name: str) -> None:
-        asyncio.run(self._once(self.adelete_entity(name)))
-
-    def merge_entities(self, sources: list[str], target: str) -> dict:
-        return asyncio.run(self._once(self.amerge_entities(sources, target)))
-
-    def create_relation(
-        self, source: str, target: str, keywords: str = "", description: str = "", strength: float = 1.0
-    ) -> dict:
-        return asyncio.run(self._once(self.acreate_relation(source, target, keywords, description, strength)))
-
-    def edit_relation(
-        self, source: str, target: str, *,
-        keywords: str | None = None, description: str | None = None, weight: float | None = None,
-    ) -> dict:
-        coro = self.aedit_relation(source, target, keywords=keywords, description=description, weight=weight)
-        return asyncio.run(self._once(coro))
-
-    def delete_relation(self, source: str, target: str) -> None:
-        asyncio.run(self._once(self.adelete_relation(source, target)))
-
-    def insert_custom_kg(self, kg: CustomKG | dict) -> CustomKGReport:
-        return asyncio.run(self._once(self.ainsert_custom_kg(kg)))
-
-    def export(self, path: str | Path, format: str | None = None) -> ExportSummary:
-        return asyncio.run(self._once(self.aexport(path, format)))
+    create_entity = _sync(acreate_entity)
+    edit_entity = _sync(aedit_entity)
+    rename_entity = _sync(arename_entity)
+    delete_entity = _sync(adelete_entity)
+    merge_entities = _sync(amerge_entities)
+    create_relation = _sync(acreate_relation)
+    edit_relation = _sync(aedit_relation)
+    delete_relation = _sync(adelete_relation)
+    insert_custom_kg = _sync(ainsert_custom_kg)
+    export = _sync(aexport)
 
 
 def _model(kind: str, given: Any, settings: Settings) -> Any:
