@@ -1,0 +1,257 @@
+"""ragkit and LightRAG side by side, in one run: retrieval quality, indexing
+throughput, query latency, and ragkit's growth with the corpus.
+
+    python benchmarks/bench.py            # everything (make bench)
+    python benchmarks/bench.py --quick    # a few minutes: 10 questions and their 200 passages
+    python benchmarks/bench.py --questions PATH
+
+Run it in ragkit's venv from the repository root. It creates LightRAG's own
+venv (``benchmarks/setup_lightrag.sh``) unless ``--skip-setup``, runs every
+measurement in a child process of its system's venv (``bench_ragkit.py`` and
+``lightrag_worker.py``; peak memory is then each run's own), one after the
+other, never two at once, writes ``benchmarks/results/<name>.json`` and
+regenerates the report (``report.py``: ``docs/benchmarks.md`` and its plots;
+``--quick`` writes ``benchmarks/results/bench-quick.md`` instead).
+See benchmarks/README.md for what each figure means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from _shared import read_json, squash, write_json  # noqa: E402
+
+LIGHTRAG_VENV = HERE / ".venv-lightrag"
+LR_PY = LIGHTRAG_VENV / "bin" / "python"
+RK_PY = Path(sys.executable)
+
+
+class Runner:
+    def __init__(self, work: Path, log: Path) -> None:
+        self.work = work
+        self.log = log
+        self.steps: list[dict[str, Any]] = []
+
+    def run(self, name: str, cmd: list[str], timeout: float | None = None) -> float:
+        started = time.perf_counter()
+        print(f"[bench] {name} ...", flush=True)
+        with self.log.open("a", encoding="utf-8") as log:
+            log.write(f"\n===== {name}: {' '.join(map(str, cmd))}\n")
+            log.flush()
+            proc = subprocess.Popen([str(c) for c in cmd], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                    env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+            try:
+                code = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # the child we started, by its own handle
+                proc.wait()
+                self.steps.append({"step": name, "seconds": round(time.perf_counter() - started, 1),
+                                   "exit": "timeout"})
+                raise SystemExit(f"stopped after the {timeout:.0f} s limit (--scale-timeout)") from None
+        seconds = time.perf_counter() - started
+        self.steps.append({"step": name, "seconds": round(seconds, 1), "exit": code})
+        if code:
+            raise SystemExit(f"[bench] {name} failed (exit {code}); see {self.log}")
+        print(f"[bench] {name}: {seconds:.1f} s", flush=True)
+        return seconds
+
+
+def machine() -> dict[str, Any]:
+    def version(py: Path, code: str) -> str:
+        try:
+            return subprocess.run([str(py), "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return "?"
+
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        kib = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f"{kib / 2**20:.1f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return {
+        "cpus": os.cpu_count(), "cpu": cpu, "memory": mem, "platform": platform.platform(),
+        "python": platform.python_version(),
+        "ragkit": version(RK_PY, "import ragkit; print(ragkit.__version__)"),
+        "lightrag": version(LR_PY, "import lightrag; print(lightrag.__version__)"),
+        "torch": version(LR_PY, "import torch; print(torch.__version__)"),
+        "sentence_transformers": version(LR_PY, "import sentence_transformers as s; print(s.__version__)"),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def budgets(args: argparse.Namespace) -> list[str]:
+    return ["--top-k", str(args.top_k), "--chunk-top-k", str(args.chunk_top_k),
+            "--max-entity-tokens", str(args.max_entity_tokens), "--max-relation-tokens",
+            str(args.max_relation_tokens), "--max-total-tokens", str(args.max_total_tokens)]
+
+
+def quick_inputs(inputs: Path, n_questions: int) -> None:
+    """Keeps the first questions and only the passages they list (20 each)."""
+    questions = read_json(inputs / "questions.json")[:n_questions]
+    dev = {q["id"]: q for q in json.loads((_musique() / "questions_dev.json").read_text(encoding="utf-8"))}
+    wanted = set()
+    for q in questions:
+        for p in dev.get(q["id"], {}).get("paragraphs", []):
+            wanted.add(squash(p["title"] + "\n" + p["paragraph_text"]))
+        wanted.update(squash(g) for g in q["gold"])
+    replay = read_json(inputs / "replay.json")
+    replay["passages"] = [p for p in replay["passages"] if squash(p["text"]) in wanted]
+    write_json(inputs / "replay.json", replay)
+    write_json(inputs / "questions.json", questions)
+
+
+def _musique() -> Path:
+    out = subprocess.run([str(RK_PY), "-c", "from ragkit.testing.replay import musique_dir; print(musique_dir())"],
+                         capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip())
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="10 questions, their ~200 passages, small prefixes and scales")
+    p.add_argument("--questions", help="questions file (default: the MuSiQue dev questions)")
+    p.add_argument("--name", help="results/<name>.json (default: bench, or bench-quick)")
+    p.add_argument("--skip-setup", action="store_true", help="do not (re)create LightRAG's venv")
+    p.add_argument("--only", default="quality,throughput,scale", help="comma list of parts to run")
+    p.add_argument("--lightrag-batch", type=int, default=None,
+                   help="passages per LightRAG document in the quality run (default 100; 1 = as shipped)")
+    p.add_argument("--prefix", type=int, default=None, help="passages of the side-by-side throughput runs (default 300)")
+    p.add_argument("--latency", type=float, default=0.2)
+    p.add_argument("--jitter", type=float, default=0.05)
+    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--gleaning", type=int, default=1, choices=[0, 1])
+    p.add_argument("--scale", default=None, help="corpus multiples for the scale run (default 1,10,50)")
+    p.add_argument("--scale-timeout", type=float, default=1800,
+                   help="seconds one scale factor may take before it is stopped and reported as such (0: none)")
+    p.add_argument("--top-k", type=int, default=40)
+    p.add_argument("--chunk-top-k", type=int, default=20)
+    p.add_argument("--max-entity-tokens", type=int, default=6000)
+    p.add_argument("--max-relation-tokens", type=int, default=8000)
+    p.add_argument("--max-total-tokens", type=int, default=30000)
+    p.add_argument("--no-report", action="store_true")
+    args = p.parse_args(argv)
+    name = args.name or ("bench-quick" if args.quick else "bench")
+    batch = args.lightrag_batch or (20 if args.quick else 100)
+    prefix = args.prefix or (100 if args.quick else 300)
+    scales = [int(x) for x in (args.scale or ("1,3" if args.quick else "1,10,50")).split(",") if x]
+    parts = set(args.only.split(","))
+    started = time.perf_counter()
+
+    if not args.skip_setup:
+        subprocess.run(["bash", str(HERE / "setup_lightrag.sh"), str(LIGHTRAG_VENV)], check=True)
+    work = Path(tempfile.mkdtemp(prefix=f"ragkit-{name}-"))
+    inputs = work / "inputs"
+    r = Runner(work, work / "bench.log")
+    print(f"[bench] work dir and full log: {work}", flush=True)
+    prep = [RK_PY, HERE / "bench_ragkit.py", "prepare", "--inputs", inputs]
+    r.run("prepare inputs", prep + (["--questions", args.questions] if args.questions else []))
+    if args.quick:
+        quick_inputs(inputs, 10)
+    n_passages = len(read_json(inputs / "replay.json")["passages"])
+    rk = [RK_PY, HERE / "bench_ragkit.py"]
+    lr = [LR_PY, HERE / "lightrag_worker.py"]
+    tk = ["--tiktoken-cache", work / "tiktoken"]
+    result: dict[str, Any] = {
+        "benchmark": "side_by_side", "name": name, "quick": args.quick,
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine(),
+        "settings": {
+            "passages": n_passages, "questions": len(read_json(inputs / "questions.json")),
+            "questions_file": args.questions or "MuSiQue dev (questions_dev.json)",
+            "budgets": {"top_k": args.top_k, "chunk_top_k": args.chunk_top_k,
+                        "max_entity_tokens": args.max_entity_tokens, "max_relation_tokens": args.max_relation_tokens,
+                        "max_total_tokens": args.max_total_tokens},
+            "lightrag_quality_batch": batch, "throughput_prefix": prefix, "latency_s": args.latency,
+            "jitter_s": args.jitter, "concurrency": args.concurrency, "gleaning": args.gleaning, "scales": scales,
+        },
+    }
+
+    if "quality" in parts:
+        q = {}
+        r.run("quality: ragkit (MiniLM)", rk + ["quality", "--inputs", inputs, "--out", work / "rk_quality.json",
+                                                "--embedder", "minilm", "--variants"] + budgets(args))
+        r.run(f"quality: LightRAG (MiniLM, {batch} passages per document)",
+              lr + ["quality", "--inputs", inputs, "--out", work / "lr_quality.json", "--embedder", "minilm",
+                    "--batch", str(batch)] + budgets(args) + tk)
+        for system, raw in (("ragkit", "rk_quality.json"), ("lightrag", "lr_quality.json")):
+            r.run(f"score {system}", rk + ["score", "--inputs", inputs, "--run-file", work / raw,
+                                          "--out", work / f"{system}_scores.json"] + budgets(args))
+            run = read_json(work / raw)
+            q[system] = {
+                "scores": read_json(work / f"{system}_scores.json"),
+                **{k: v for k, v in run.items() if k != "modes"},
+                "per_question": {m: [{"id": x["id"], "seconds": round(x["seconds"], 4), "chunks": len(x["chunks"]),
+                                      "context_tokens": x["context_tokens"]} for x in d["questions"]]
+                                 for m, d in run["modes"].items()},
+            }
+        result["quality"] = q
+
+    if "throughput" in parts:
+        t: dict[str, Any] = {"prefix": prefix}
+        common = ["--concurrency", str(args.concurrency), "--gleaning", str(args.gleaning), "--jitter",
+                  str(args.jitter), "--seed", "0", "--dimension", "384"]
+        for lat in (args.latency, 0.0):
+            key = "latency" if lat else "zero_latency"
+            r.run(f"throughput {key}: ragkit, {prefix} passages",
+                  rk + ["throughput", "--inputs", inputs, "--out", work / f"rk_{key}.json", "--docs", str(prefix),
+                        "--latency", str(lat)] + common)
+            r.run(f"throughput {key}: LightRAG, {prefix} passages (one document each, as shipped)",
+                  lr + ["throughput", "--inputs", inputs, "--out", work / f"lr_{key}.json", "--docs", str(prefix),
+                        "--latency", str(lat), "--embedder", "hash"] + common + tk)
+            r.run(f"throughput {key}: ragkit, all {n_passages} passages",
+                  rk + ["throughput", "--inputs", inputs, "--out", work / f"rk_{key}_all.json",
+                        "--latency", str(lat)] + common)
+            t[key] = {"ragkit": read_json(work / f"rk_{key}.json"), "lightrag": read_json(work / f"lr_{key}.json"),
+                      "ragkit_all": read_json(work / f"rk_{key}_all.json")}
+        result["throughput"] = t
+
+    if "scale" in parts:
+        s = []
+        for factor in scales:
+            out = work / f"rk_scale_{factor}.json"
+            try:
+                r.run(f"scale x{factor}: ragkit, embedded stores",
+                      rk + ["scale", "--inputs", inputs, "--out", out, "--factor", str(factor)] + budgets(args),
+                      timeout=args.scale_timeout or None)
+                s.append(read_json(out))
+            except SystemExit as exc:  # report what fitted; say what did not
+                s.append({"factor": factor, "failed": str(exc)})
+                break
+        result["scale"] = s
+
+    result["steps"] = r.steps
+    result["total_s"] = round(time.perf_counter() - started, 1)
+    out = HERE / "results" / f"{name}.json"
+    write_json(out, result)
+    print(f"[bench] wrote {out} ({result['total_s']:.0f} s in all)")
+    if not args.no_report:
+        report = [LR_PY, HERE / "report.py", out]
+        if args.quick:
+            report += ["--md", HERE / "results" / f"{name}.md", "--no-plots"]
+        subprocess.run([str(c) for c in report], check=True, cwd=ROOT)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

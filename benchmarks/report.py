@@ -1,0 +1,400 @@
+"""Renders a side-by-side result (``benchmarks/results/<name>.json``) as Markdown
+tables and PNG plots.
+
+    python benchmarks/report.py benchmarks/results/bench.json [--md docs/benchmarks.md] [--no-plots]
+
+Runs in LightRAG's venv (it holds matplotlib; ``bench.py`` calls it) or any
+Python with matplotlib; it imports neither system. Hand-written findings in
+``benchmarks/findings.md``, when present, are appended under their own heading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+MODES = ["naive", "local", "global", "hybrid", "mix"]
+
+
+def fmt(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:,.{digits}f}"
+    if isinstance(x, int):
+        return f"{x:,}"
+    return str(x)
+
+
+def ratio(a: float | None, b: float | None, digits: int = 2) -> str:
+    if a is None or b is None or not b:
+        return "-"
+    return f"{a / b:.{digits}f}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def targets_section(res: dict, lines: list[str]) -> None:
+    """Issue 8's targets against this run's figures."""
+    rows = []
+    q, t = res.get("quality"), res.get("throughput")
+    if q:
+        rk, lr = q["ragkit"]["scores"], q["lightrag"]["scores"]
+        n = res["settings"]["budgets"]["chunk_top_k"]
+        best_rk = max((m for m in MODES if m in rk), key=lambda m: rk[m]["recall"])
+        best_lr = max((m for m in MODES if m in lr), key=lambda m: lr[m]["recall"])
+        d_lr = 100 * (rk[best_rk]["recall"] - lr[best_lr]["recall"])
+        d_naive = 100 * (rk[best_rk]["recall"] - rk["naive"]["recall"])
+        best_rk_n = max((m for m in MODES if m in rk), key=lambda m: rk[m][f"recall@{n}"])
+        best_lr_n = max((m for m in MODES if m in lr), key=lambda m: lr[m][f"recall@{n}"])
+        d_n = 100 * (rk[best_rk_n][f"recall@{n}"] - lr[best_lr_n][f"recall@{n}"])
+        rows.append(["supporting-passage recall: ragkit best mode − LightRAG best mode", "≥ +10 points",
+                     f"{d_lr:+.1f} (`{best_rk}` {rk[best_rk]['recall']:.3f} vs `{best_lr}` {lr[best_lr]['recall']:.3f})",
+                     "met" if d_lr >= 10 else "not met"])
+        rows.append(["… ragkit best mode − ragkit `naive`", "≥ +10 points", f"{d_naive:+.1f}",
+                     "met" if d_naive >= 10 else "not met"])
+        rows.append([f"… at the same number of chunks ({n}, recall@{n})", "(not a target)",
+                     f"{d_n:+.1f} (`{best_rk_n}` {rk[best_rk_n][f'recall@{n}']:.3f} vs `{best_lr_n}` "
+                     f"{lr[best_lr_n][f'recall@{n}']:.3f})", "see §1"])
+        worst = max((m for m in MODES if m in rk and m in lr), key=lambda m: rk[m]["p50_ms"] / lr[m]["p50_ms"])
+        r = rk[worst]["p50_ms"] / lr[worst]["p50_ms"]
+        rows.append(["query context p50, ragkit / LightRAG, every mode", "≤ 0.5",
+                     ", ".join(f"{m} {rk[m]['p50_ms'] / lr[m]['p50_ms']:.2f}" for m in MODES if m in rk and m in lr),
+                     "met" if r <= 0.5 else f"not met (worst: {worst})"])
+    if t:
+        a, c = t["latency"]["ragkit"], t["latency"]["lightrag"]
+        w = a["wall_s"] / c["wall_s"]
+        rows.append([f"indexing wall, ragkit / LightRAG ({t['prefix']} passages)", "≤ 0.5", f"{w:.2f}",
+                     "met" if w <= 0.5 else "not met"])
+        e = [a.get("efficiency") or 0, t["latency"]["ragkit_all"].get("efficiency") or 0]
+        rows.append(["ragkit indexing efficiency", "≥ 0.9",
+                     f"{e[0]:.2f} ({t['prefix']} passages), {e[1]:.2f} (all)",
+                     "met" if min(e) >= 0.9 else "not met"])
+    if rows:
+        lines += ["## Issue 8's targets in this run", ""]
+        lines += table(["target", "wanted", "measured", ""], rows)
+        lines += [""]
+
+
+def quality_section(res: dict, lines: list[str]) -> None:
+    q = res.get("quality")
+    if not q:
+        return
+    rk, lr = q["ragkit"]["scores"], q["lightrag"]["scores"]
+    s = res["settings"]
+    b = s["budgets"]
+    lines += [
+        "## 1. Retrieval quality",
+        "",
+        f"{s['questions']} questions ({s['questions_file']}), {q['ragkit']['documents']:,} passages indexed by ragkit "
+        f"(one document each) and {q['lightrag']['documents']:,} by LightRAG ({q['lightrag']['insert_batch']} "
+        "passages per LightRAG document, split back into one chunk per passage; see *How it was run*). "
+        f"Embedder: MiniLM (all-MiniLM-L6-v2) for both. Budgets for both: top_k {b['top_k']}, chunk_top_k "
+        f"{b['chunk_top_k']}, entity {b['max_entity_tokens']:,}, relation {b['max_relation_tokens']:,}, total "
+        f"{b['max_total_tokens']:,} tokens. Identical keywords for both.",
+        "",
+        "Recall = supporting passages found in the context / supporting passages (mean over questions); "
+        "all = fraction of questions with every supporting passage; @k = recall within the first k "
+        "chunks of the ranked chunk list; chunks = mean chunks in the context; tokens = mean context tokens "
+        "(cl100k_base, the whole context string). "
+        "Δ is ragkit − LightRAG in points (×100).",
+        "",
+    ]
+    n = b["chunk_top_k"]
+    rows = []
+    for m in MODES:
+        if m not in rk or m not in lr:
+            continue
+        a, c = rk[m], lr[m]
+        rows.append([
+            m,
+            f"{a['recall']:.3f}", f"{c['recall']:.3f}", f"{100 * (a['recall'] - c['recall']):+.1f}",
+            f"{a['all_supporting']:.2f}", f"{c['all_supporting']:.2f}",
+            f"{a['recall@2']:.3f}", f"{c['recall@2']:.3f}",
+            f"{a['recall@5']:.3f}", f"{c['recall@5']:.3f}",
+            f"{a[f'recall@{n}']:.3f}", f"{c[f'recall@{n}']:.3f}",
+            f"{a['chunks_mean']:.0f}", f"{c['chunks_mean']:.0f}",
+            fmt(a["context_tokens_mean"]), fmt(c["context_tokens_mean"]),
+            ratio(a["context_tokens_mean"], c["context_tokens_mean"]),
+        ])
+    lines += table(["mode", "recall ragkit", "recall LightRAG", "Δ", "all ragkit", "all LightRAG",
+                    "@2 ragkit", "@2 LightRAG", "@5 ragkit", "@5 LightRAG", f"@{n} ragkit", f"@{n} LightRAG",
+                    "chunks ragkit", "chunks LightRAG", "tokens ragkit", "tokens LightRAG", "tokens ratio"], rows)
+    lines += [
+        "",
+        f"@{n} is recall within the first {n} chunks, LightRAG's `chunk_top_k`: LightRAG never puts more than "
+        f"{n} chunks in its context, while ragkit's `chunk_top_k` bounds only the vector-found chunks and the "
+        "chunks cited by graph items fill the rest of the token budget. Recall at the same number of chunks is "
+        f"the @{n} column.",
+    ]
+    best_rk = max(rk, key=lambda m: rk[m]["recall"])
+    best_lr = max(lr, key=lambda m: lr[m]["recall"])
+    lines += [
+        "",
+        f"Best mode: ragkit `{best_rk}` {rk[best_rk]['recall']:.3f}, LightRAG `{best_lr}` "
+        f"{lr[best_lr]['recall']:.3f} ({100 * (rk[best_rk]['recall'] - lr[best_lr]['recall']):+.1f} points); "
+        f"ragkit's own dense `naive` {rk['naive']['recall']:.3f} "
+        f"({100 * (rk[best_rk]['recall'] - rk['naive']['recall']):+.1f} points). Issue 8's target: at least "
+        "+10 points over both.",
+        "",
+        "![recall per mode](benchmarks/quality.png)",
+        "",
+    ]
+    variants = [m for m in MODES if f"{m}/similarity" in rk]
+    if variants:
+        lines += [
+            "ragkit's graph modes again on the same index with `QueryParam(chunk_ranking=\"similarity\")` "
+            "(graph-found chunks ordered by MiniLM similarity to the question instead of by how many found items "
+            "cite them; LightRAG's default `kg_chunk_pick_method` VECTOR is the analogue):",
+            "",
+        ]
+        rows = []
+        for m in variants:
+            for label, key in (("support (default)", m), ("similarity", f"{m}/similarity")):
+                x = rk[key]
+                rows.append([m, label, f"{x['recall']:.3f}", f"{x['all_supporting']:.2f}", f"{x['recall@2']:.3f}",
+                             f"{x['recall@5']:.3f}", f"{x[f'recall@{n}']:.3f}", f"{x['chunks_mean']:.0f}",
+                             fmt(x["context_tokens_mean"]), fmt(x["p50_ms"], 1)])
+        lines += table(["mode", "chunk ranking", "recall", "all", "@2", "@5", f"@{n}", "chunks", "tokens",
+                        "p50 ms"], rows)
+        lines += [""]
+
+
+def throughput_section(res: dict, lines: list[str]) -> None:
+    t = res.get("throughput")
+    if not t:
+        return
+    s = res["settings"]
+    lat, zero = t["latency"], t["zero_latency"]
+    a, c, full = lat["ragkit"], lat["lightrag"], lat["ragkit_all"]
+    za, zc, zfull = zero["ragkit"], zero["lightrag"], zero["ragkit_all"]
+    lines += [
+        "## 2. Indexing throughput",
+        "",
+        f"The first {t['prefix']:,} passages, one document each, for both systems (LightRAG as shipped; its cost "
+        f"grows with the square of the corpus, so the side-by-side runs use this prefix), and all "
+        f"{full['docs']:,} passages for ragkit alone. Simulated LLM: {s['latency_s']} s ± {s['jitter_s']} s "
+        f"(uniform, same seed for both), concurrency {s['concurrency']} (ragkit `llm_concurrency`, LightRAG "
+        f"`llm_model_max_async` and `max_parallel_insert`), gleaning {s['gleaning']} for both, the same "
+        "feature-hashing embedder (384 dimensions) for both, embedded default stores. Tokens: cl100k_base of "
+        "every call's system prompt, history and prompt (input) and answer (output). Efficiency = "
+        "(calls × mean latency / concurrency) / wall. Peak RSS: of the run's own process.",
+        "",
+    ]
+
+    def calls(x: dict) -> str:
+        return f"{x['llm_calls_total']:,} ({', '.join(f'{k} {v}' for k, v in x['llm_calls'].items() if v)})"
+
+    rows = [
+        ["LLM calls", calls(a), calls(c), ratio(a["llm_calls_total"], c["llm_calls_total"]), calls(full)],
+        ["input tokens", fmt(a["input_tokens"]), fmt(c["input_tokens"]), ratio(a["input_tokens"], c["input_tokens"]),
+         fmt(full["input_tokens"])],
+        ["output tokens", fmt(a["output_tokens"]), fmt(c["output_tokens"]),
+         ratio(a["output_tokens"], c["output_tokens"]), fmt(full["output_tokens"])],
+        ["wall (s)", fmt(a["wall_s"], 1), fmt(c["wall_s"], 1), ratio(a["wall_s"], c["wall_s"]), fmt(full["wall_s"], 1)],
+        ["ideal (s)", fmt(a.get("ideal_s"), 1), fmt(c.get("ideal_s"), 1), "", fmt(full.get("ideal_s"), 1)],
+        ["efficiency", fmt(a.get("efficiency"), 2), fmt(c.get("efficiency"), 2),
+         ratio(a.get("efficiency"), c.get("efficiency")), fmt(full.get("efficiency"), 2)],
+        ["peak LLM calls in flight", fmt(a["peak_llm_in_flight"]), fmt(c["peak_llm_in_flight"]), "",
+         fmt(full["peak_llm_in_flight"])],
+        ["peak RSS (MiB)", fmt(a["peak_rss_mib"], 0), fmt(c["peak_rss_mib"], 0), ratio(a["peak_rss_mib"], c["peak_rss_mib"]),
+         fmt(full["peak_rss_mib"], 0)],
+        ["zero latency: wall (s)", fmt(za["wall_s"], 1), fmt(zc["wall_s"], 1), ratio(za["wall_s"], zc["wall_s"]),
+         fmt(zfull["wall_s"], 1)],
+        ["zero latency: chunks/s", fmt(za["chunks_per_s"], 1), fmt(zc["chunks_per_s"], 1),
+         ratio(za["chunks_per_s"], zc["chunks_per_s"]), fmt(zfull["chunks_per_s"], 1)],
+        ["zero latency: chunks per CPU-s", fmt(za["chunks_per_cpu_s"], 1), fmt(zc["chunks_per_cpu_s"], 1),
+         ratio(za["chunks_per_cpu_s"], zc["chunks_per_cpu_s"]), fmt(zfull["chunks_per_cpu_s"], 1)],
+        ["zero latency: peak RSS (MiB)", fmt(za["peak_rss_mib"], 0), fmt(zc["peak_rss_mib"], 0),
+         ratio(za["peak_rss_mib"], zc["peak_rss_mib"]), fmt(zfull["peak_rss_mib"], 0)],
+    ]
+    lines += table(["", f"ragkit ({t['prefix']:,})", f"LightRAG ({t['prefix']:,})", "ragkit / LightRAG",
+                    f"ragkit (all {full['docs']:,})"], rows)
+    lines += ["", "![indexing wall time](benchmarks/throughput.png)", ""]
+
+
+def latency_section(res: dict, lines: list[str]) -> None:
+    q = res.get("quality")
+    if not q:
+        return
+    rk, lr = q["ragkit"]["scores"], q["lightrag"]["scores"]
+    lines += [
+        "## 3. Query latency",
+        "",
+        "Context building only (no answer call; user-supplied keywords, so no keyword call either), MiniLM "
+        "embedding of the query included, on the quality run's indexes, questions asked one at a time, "
+        "all questions of a mode in a row. Milliseconds.",
+        "",
+    ]
+    rows = []
+    for m in MODES:
+        if m in rk and m in lr:
+            rows.append([m, fmt(rk[m]["p50_ms"], 1), fmt(lr[m]["p50_ms"], 1), ratio(rk[m]["p50_ms"], lr[m]["p50_ms"]),
+                         fmt(rk[m]["p95_ms"], 1), fmt(lr[m]["p95_ms"], 1), ratio(rk[m]["p95_ms"], lr[m]["p95_ms"])])
+    lines += table(["mode", "p50 ragkit", "p50 LightRAG", "p50 ratio", "p95 ragkit", "p95 LightRAG", "p95 ratio"], rows)
+    lines += ["", "![query latency](benchmarks/latency.png)", ""]
+
+
+def scale_section(res: dict, lines: list[str]) -> None:
+    s = res.get("scale")
+    if not s:
+        return
+    lines += [
+        "## 4. Scale (ragkit, embedded default stores)",
+        "",
+        "Synthetic expansion ×N: copy k (1 ≤ k < N) of every passage is the passage under the title line "
+        "`\"{title} [copy k]\"`, and its replayed extraction is the recorded one with every entity name suffixed "
+        "`\" [k]\"` (in names, relation endpoints and descriptions), so each copy adds its own nodes and edges and "
+        "the graph grows N-fold with the same shape. Zero-latency replay LLM, feature-hashing embedder, "
+        "one document per passage; the same questions and keywords as in part 1 (the originals are copy 0). "
+        "Query p50 in ms.",
+        "",
+    ]
+    rows, notes = [], []
+    for x in s:
+        if "failed" in x:
+            rows.append([f"×{x['factor']}", "not finished (below)"] + ["-"] * 9)
+            notes.append(f"×{x['factor']}: {x['failed']}.")
+            continue
+        m = x["modes"]
+        rows.append([f"×{x['factor']}", fmt(x["docs"]), fmt(x["index_s"], 1), fmt(x["chunks_per_s"], 1),
+                     fmt(x["peak_rss_mib"], 0), fmt(x["disk_mib"], 0)]
+                    + [fmt(m[k]["latency"]["p50_ms"], 1) for k in MODES])
+    lines += table(["corpus", "passages", "index (s)", "chunks/s", "peak RSS (MiB)", "disk (MiB)"]
+                   + [f"{k} p50" for k in MODES], rows)
+    lines += [""] + notes + (["" ] if notes else [])
+    lines += ["![scale](benchmarks/scale.png)", ""]
+
+
+def plots(res: dict, out_dir: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    q = res.get("quality")
+    if q:
+        rk, lr = q["ragkit"]["scores"], q["lightrag"]["scores"]
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+        xs = range(len(MODES))
+        for ax, metric, title in ((axes[0], "recall", "supporting-passage recall"),
+                                  (axes[1], "recall@5", "recall@5 of the ranked chunks")):
+            ax.bar([x - 0.2 for x in xs], [rk[m][metric] for m in MODES], 0.4, label="ragkit")
+            ax.bar([x + 0.2 for x in xs], [lr[m][metric] for m in MODES], 0.4, label="LightRAG")
+            ax.set_xticks(list(xs), MODES)
+            ax.set_ylim(0, 1)
+            ax.set_title(title)
+        axes[0].legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / "quality.png", dpi=110)
+        plt.close(fig)
+
+        fig, ax = plt.subplots(figsize=(6, 3.4))
+        ax.bar([x - 0.2 for x in xs], [rk[m]["p50_ms"] for m in MODES], 0.4, label="ragkit p50")
+        ax.bar([x + 0.2 for x in xs], [lr[m]["p50_ms"] for m in MODES], 0.4, label="LightRAG p50")
+        ax.set_xticks(list(xs), MODES)
+        ax.set_ylabel("ms")
+        ax.set_title("context building latency (p50)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / "latency.png", dpi=110)
+        plt.close(fig)
+    t = res.get("throughput")
+    if t:
+        fig, ax = plt.subplots(figsize=(6, 3.4))
+        labels = [f"latency {res['settings']['latency_s']} s", "zero latency"]
+        vals_rk = [t["latency"]["ragkit"]["wall_s"], t["zero_latency"]["ragkit"]["wall_s"]]
+        vals_lr = [t["latency"]["lightrag"]["wall_s"], t["zero_latency"]["lightrag"]["wall_s"]]
+        ax.bar([-0.2, 0.8], vals_rk, 0.4, label="ragkit")
+        ax.bar([0.2, 1.2], vals_lr, 0.4, label="LightRAG")
+        ax.set_xticks([0, 1], labels)
+        ax.set_ylabel("wall seconds")
+        ax.set_title(f"indexing {t['prefix']} passages")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / "throughput.png", dpi=110)
+        plt.close(fig)
+    s = [x for x in res.get("scale") or [] if "failed" not in x]
+    if s:
+        fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+        f = [x["factor"] for x in s]
+        axes[0].plot(f, [x["index_s"] for x in s], "o-", label="measured")
+        axes[0].plot(f, [s[0]["index_s"] * x / f[0] for x in f], "--", color="grey", label="linear from the first")
+        axes[0].legend(fontsize=7)
+        axes[0].set_title("index wall (s)")
+        axes[1].plot(f, [x["peak_rss_mib"] for x in s], "o-")
+        axes[1].set_title("peak RSS (MiB)")
+        for m in MODES:
+            axes[2].plot(f, [x["modes"][m]["latency"]["p50_ms"] for x in s], "o-", label=m)
+        axes[2].set_title("query p50 (ms)")
+        axes[2].legend(fontsize=7)
+        for ax in axes:
+            ax.set_xlabel("corpus multiple")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+        fig.tight_layout()
+        fig.savefig(out_dir / "scale.png", dpi=110)
+        plt.close(fig)
+
+
+def render(res: dict) -> str:
+    m, s = res["machine"], res["settings"]
+    lines = [
+        "# Benchmarks: ragkit and LightRAG side by side",
+        "",
+        f"Generated by `benchmarks/report.py` from `benchmarks/results/{res['name']}.json` "
+        f"(run started {res['started_at']}, {res['total_s'] / 60:.1f} minutes in all). "
+        "Reproduce everything on this page with **`make bench`** (`python benchmarks/bench.py`; "
+        "`--quick` for a few-minute smoke run). Both systems were measured in the same run, one after the other.",
+        "",
+        f"- Machine: {m['cpus']} CPUs ({m['cpu']}), {m['memory']}, {m['platform']}; load average at start "
+        f"{', '.join(map(str, m['load_average_at_start']))} (other jobs share this machine: wall times move, "
+        "ratios from one run are what to compare).",
+        f"- Versions: Python {m['python']}, ragkit {m['ragkit']}, LightRAG (lightrag-hku) {m['lightrag']}, "
+        f"torch {m['torch']}, sentence-transformers {m['sentence_transformers']}.",
+        f"- Command: `{res['command']}`.",
+        "- Data: MuSiQue subset with gpt-3.5-turbo-1106 extractions (`../shared/data/musique`), replayed into "
+        "each system's own extraction format (the data set's canonical rendering).",
+        "",
+    ]
+    targets_section(res, lines)
+    quality_section(res, lines)
+    throughput_section(res, lines)
+    latency_section(res, lines)
+    scale_section(res, lines)
+    lines += ["## How it was run", ""]
+    lines += [f"- {x['step']}: {x['seconds']:.0f} s" for x in res.get("steps", [])]
+    lines += [""]
+    findings = HERE / "findings.md"
+    if findings.exists():
+        lines += [findings.read_text(encoding="utf-8").rstrip(), ""]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("result", type=Path)
+    p.add_argument("--md", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    p.add_argument("--no-plots", action="store_true")
+    args = p.parse_args()
+    res = json.loads(args.result.read_text(encoding="utf-8"))
+    args.md.parent.mkdir(parents=True, exist_ok=True)
+    args.md.write_text(render(res), encoding="utf-8")
+    if not args.no_plots:
+        plots(res, args.md.parent / "benchmarks")
+    print(f"wrote {args.md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
