@@ -215,6 +215,29 @@ def _same(value: Any, expected: Any) -> bool:
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 
+def in_values(field: str, cond: Mapping[str, Any]) -> list[Any]:
+    """The values of a ``{"$in": [...]}`` condition, or a clear error for any
+    other operator or a non-list operand (one rule for every adapter)."""
+    unknown = set(cond) - {"$in"}
+    if unknown:
+        raise InvalidValueError(f"unsupported filter operator(s) {sorted(unknown)}; use {{'$in': [...]}}")
+    values = cond.get("$in")
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidValueError(f"filter {field!r}: '$in' needs a list of values")
+    return list(values)
+
+
+def check_filter(filter: Filter | None) -> None:
+    """Reject a malformed filter before any store work."""
+    if filter is None:
+        return
+    if not isinstance(filter, Mapping):
+        raise InvalidValueError(f"filter must be a mapping, got {type(filter).__name__}")
+    for field, cond in filter.items():
+        if isinstance(cond, Mapping):
+            in_values(field, cond)
+
+
 def storable_scalar(value: Any) -> bool:
     """A metadata value every database keeps with its type: a bool, a str, a
     64-bit int or a finite float (larger ints silently become floats in most)."""

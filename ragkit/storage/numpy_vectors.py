@@ -21,9 +21,10 @@ from typing import BinaryIO, ClassVar
 
 import numpy as np
 
-from ragkit.errors import DimensionMismatchError, InvalidValueError, StoreError
+from ragkit.errors import DimensionMismatchError, StoreError
 from ragkit.protocols.base import Capability, StoreConfig
 from ragkit.protocols.vector import (
+    check_filter,
     Filter,
     VectorStore,
     matches_filter,
@@ -43,23 +44,6 @@ def _row_norms(matrix: np.ndarray) -> np.ndarray:
     """Euclidean norm of each row, in float64 (no overflow for any float32 input)."""
     m64 = matrix.astype(np.float64)
     return np.sqrt(np.einsum("ij,ij->i", m64, m64))
-
-
-def _validate_filter(filter: Filter | None) -> None:
-    if filter is None:
-        return
-    if not isinstance(filter, Mapping):
-        raise InvalidValueError(f"filter must be a mapping, got {type(filter).__name__}")
-    for field, cond in filter.items():
-        if isinstance(cond, Mapping):
-            unknown = set(cond) - {"$in"}
-            if unknown:
-                raise InvalidValueError(
-                    f"unsupported filter operator(s) {sorted(unknown)}; use {{'$in': [...]}}"
-                )
-            values = cond.get("$in")
-            if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-                raise InvalidValueError(f"filter {field!r}: '$in' needs a list of values")
 
 
 class NumpyVectorStore(VectorStore):
@@ -315,7 +299,7 @@ class NumpyVectorStore(VectorStore):
     ) -> list[VectorHit]:
         self._check_open()
         q = self.check_query_args(vector, top_k)
-        _validate_filter(filter)
+        check_filter(filter)
         n = self._n
         if top_k == 0 or not self._index:
             return []

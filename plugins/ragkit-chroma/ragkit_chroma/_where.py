@@ -25,11 +25,11 @@ integer field (``{"$eq": 0.5}`` matches the int 0), so such values carry a
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ragkit.errors import InvalidValueError
-from ragkit.protocols.vector import storable_scalar
+from ragkit.protocols.vector import in_values, storable_scalar
 
 Where = dict[str, Any]
 
@@ -83,21 +83,9 @@ def _guarded(field: str, op: str, operand: Any, fractions: list[float]) -> Where
     return {"$and": [{field: {op: operand}}, {field: {"$nin": near}}]}
 
 
-def _in_values(field: str, cond: Mapping[str, Any]) -> list[Any]:
-    unknown = set(cond) - {"$in"}
-    if unknown:
-        raise InvalidValueError(
-            f"unsupported filter operator(s) {sorted(unknown)}; use {{'$in': [...]}}"
-        )
-    values = cond.get("$in")
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise InvalidValueError(f"filter {field!r}: '$in' needs a list of values")
-    return list(values)
-
-
 def _clause(field: str, cond: Any) -> Where | _NoMatch:
     if isinstance(cond, Mapping):
-        values = [v for v in _in_values(field, cond) if storable_scalar(v)]
+        values = [v for v in in_values(field, cond) if storable_scalar(v)]
     else:
         values = [cond] if storable_scalar(cond) else []
     if not values or not storable_key(field):

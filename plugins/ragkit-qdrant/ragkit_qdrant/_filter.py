@@ -24,13 +24,13 @@ Integers beyond 2**53 (not exact as a float range) use ``MatchValue``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from qdrant_client import models
 
 from ragkit.errors import InvalidValueError
-from ragkit.protocols.vector import storable_scalar
+from ragkit.protocols.vector import in_values, storable_scalar
 
 RESERVED_PREFIX = "_ragkit_"
 ID_KEY = "_ragkit_id"
@@ -82,20 +82,8 @@ def _match(key: str, value: Any) -> models.FieldCondition:
     return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
 
-def _in_values(field: str, cond: Mapping[str, Any]) -> list[Any]:
-    unknown = set(cond) - {"$in"}
-    if unknown:
-        raise InvalidValueError(
-            f"unsupported filter operator(s) {sorted(unknown)}; use {{'$in': [...]}}"
-        )
-    values = cond.get("$in")
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise InvalidValueError(f"filter {field!r}: '$in' needs a list of values")
-    return list(values)
-
-
 def _condition(field: str, cond: Any) -> models.Condition | _NoMatch:
-    raw = _in_values(field, cond) if isinstance(cond, Mapping) else [cond]
+    raw = in_values(field, cond) if isinstance(cond, Mapping) else [cond]
     values = list(dict.fromkeys((type(v), v) for v in raw if storable_scalar(v)))
     if not values or not storable_key(field):
         return NO_MATCH
