@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from ragkit.errors import InvalidTransitionError
+from pydantic import ValidationError
+
+from ragkit.errors import InvalidTransitionError, InvalidValueError, describe_validation_error
 from ragkit.protocols.base import BaseStore
 from ragkit.schema import (
     ALLOWED_TRANSITIONS,
@@ -57,6 +60,25 @@ class DocStatusStore(BaseStore, ABC):
 
     async def count(self) -> int:
         return sum((await self.counts()).values())
+
+    @staticmethod
+    def check_record(record: DocStatusRecord | Mapping[str, Any]) -> DocStatusRecord:
+        """An upsert's record, validated (mappings are accepted) with a clear error:
+        one rule for every adapter. The id must be a non-empty valid Unicode string."""
+        if isinstance(record, Mapping):
+            try:
+                record = DocStatusRecord.model_validate(record)
+            except ValidationError as exc:
+                raise InvalidValueError(f"invalid document status record: {describe_validation_error(exc)}") from exc
+        if not isinstance(record, DocStatusRecord):
+            raise InvalidValueError(f"doc status upsert takes DocStatusRecord objects, got {type(record).__name__}")
+        try:
+            valid_id = bool(record.id) and bool(record.id.encode("utf-8"))
+        except UnicodeEncodeError:  # lone surrogates
+            valid_id = False
+        if not valid_id:
+            raise InvalidValueError(f"document ids must be non-empty valid Unicode strings, got {record.id!r}")
+        return record
 
     async def transition(
         self, id: str, to: DocStatus, *, error: str | None = None

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import ClassVar
 
-from pydantic import ValidationError
-
-from ragkit.errors import InvalidValueError, describe_validation_error
+from ragkit.errors import InvalidValueError
 from ragkit.protocols.base import Capability
 from ragkit.protocols.doc_status import DocStatusStore
 from ragkit.schema import DocStatus, DocStatusPage, DocStatusRecord
@@ -181,22 +179,7 @@ class SQLiteDocStatusStore(DocStatusStore):
     async def upsert(self, records: Iterable[DocStatusRecord]) -> None:
         db = self._conn()
         rows = []
-        for record in records:
-            if isinstance(record, Mapping):
-                try:
-                    record = DocStatusRecord.model_validate(record)
-                except ValidationError as exc:
-                    raise InvalidValueError(
-                        f"invalid document status record: {describe_validation_error(exc)}"
-                    ) from exc
-            if not isinstance(record, DocStatusRecord):
-                raise InvalidValueError(
-                    f"doc status upsert takes DocStatusRecord objects, got {type(record).__name__}"
-                )
-            if not bindable(record.id) or not record.id:
-                raise InvalidValueError(
-                    f"document ids must be non-empty valid Unicode strings, got {record.id!r}"
-                )
+        for record in map(self.check_record, records):
             try:
                 rows.append((*self._scope, record.id, record.status.value, _encode(record)))
             except (TypeError, ValueError) as exc:

@@ -17,13 +17,11 @@ document cannot both pass the lifecycle check.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any, ClassVar
 
-from pydantic import ValidationError
-
-from ragkit.errors import InvalidTransitionError, InvalidValueError, StoreError, describe_validation_error
+from ragkit.errors import InvalidTransitionError, InvalidValueError, StoreError
 from ragkit.protocols.base import Capability
 from ragkit.protocols.doc_status import DocStatusStore
 from ragkit.schema import ALLOWED_TRANSITIONS, DocStatus, DocStatusPage, DocStatusRecord, utcnow
@@ -128,22 +126,7 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
 
     def _validate(self, records: Iterable[DocStatusRecord]) -> dict[str, tuple[DocStatus, bytes]]:
         rows: dict[str, tuple[DocStatus, bytes]] = {}
-        for record in records:
-            if isinstance(record, Mapping):
-                try:
-                    record = DocStatusRecord.model_validate(record)
-                except ValidationError as exc:
-                    raise InvalidValueError(
-                        f"invalid document status record: {describe_validation_error(exc)}"
-                    ) from exc
-            if not isinstance(record, DocStatusRecord):
-                raise InvalidValueError(
-                    f"doc status upsert takes DocStatusRecord objects, got {type(record).__name__}"
-                )
-            if not storable(record.id):
-                raise InvalidValueError(
-                    f"document ids must be non-empty valid Unicode strings, got {record.id!r}"
-                )
+        for record in map(self.check_record, records):
             try:
                 rows[record.id] = (record.status, _encode(record))
             except (TypeError, ValueError) as exc:  # lone surrogates, NaN in metadata
