@@ -102,11 +102,19 @@ class _Builder:
         self.tok = tokenizer
         self.budget = budget
         self.give_back = 0
+        self._counts: dict[str, int] = {}
+
+    def count(self, line: str) -> int:
+        """Token count of one rendered line, each line encoded once: choosing and
+        retrying re-measure the same lines (the query's hot path)."""
+        if line not in self._counts:
+            self._counts[line] = self.tok.count(line)
+        return self._counts[line]
 
     def prefix(self, items: list, header: str, line, limit: int) -> list:
-        kept, used = [], self.tok.count(header) + 1
+        kept, used = [], self.count(header) + 1
         for item in items:
-            cost = self.tok.count(line(item, [])) + REF_RESERVE
+            cost = self.count(line(item, [])) + REF_RESERVE
             if used + cost > limit:
                 break
             kept.append(item)
@@ -117,18 +125,18 @@ class _Builder:
         graph_tokens = self._section_tokens(ents, ENTITY_HEADER, _entity_line)
         graph_tokens += self._section_tokens(rels, RELATION_HEADER, _relation_line)
         left = self.budget.total_tokens - self.budget.fixed_tokens - graph_tokens - self._overhead() - self.give_back
-        costs = {c.id: self.tok.count(_chunk_line(c, 0)) + 8 for c in chunks}  # + its reference line
+        costs = {c.id: self.count(_chunk_line(c, 0)) + 8 for c in chunks}  # + its reference line
+        items = [(item, set(item.sources)) for item in _interleave(ents, rels)]
         chosen: set[str] = set()
-        for item in _interleave(ents, rels):  # evidence first
-            if chosen & set(item.sources):
+        for _, sources in items:  # evidence first
+            if chosen & sources:
                 continue
-            for cid in (c.id for c in chunks if c.id in set(item.sources)):
+            for cid in (c.id for c in chunks if c.id in sources):
                 if costs[cid] <= left:
                     chosen.add(cid)
                     left -= costs[cid]
                     break
-        dropped = [i for i in _interleave(ents, rels) if not chosen & set(i.sources)]
-        left += sum(self.tok.count(_line(i, [])) + REF_RESERVE for i in dropped)
+        left += sum(self.count(_line(i, [])) + REF_RESERVE for i, sources in items if not chosen & sources)
         for chunk in chunks:  # then by rank
             if chunk.id not in chosen and costs[chunk.id] <= left:
                 chosen.add(chunk.id)
@@ -144,8 +152,12 @@ class _Builder:
         def cited(item) -> list[int]:
             return sorted({ref_of[c] for c in item.sources if c in ref_of})[:MAX_REFS]
 
+        cited_by: dict[str, list[str]] = {}
+        for item in _interleave(ents, rels):
+            for cid in item.sources:
+                cited_by.setdefault(cid, []).append(_name(item))
         for chunk in chunks:
-            chunk.supports = [_name(i) for i in _interleave(ents, rels) if chunk.id in i.sources]
+            chunk.supports = cited_by.get(chunk.id, [])
             chunk.support = len(chunk.supports)
         sections = {
             "entities": [ENTITY_HEADER, *(_entity_line(e, cited(e)) for e in ents)] if ents else [],
@@ -166,10 +178,10 @@ class _Builder:
     def _section_tokens(self, items: list, header: str, line) -> int:
         if not items:
             return 0
-        return self.tok.count(header) + sum(self.tok.count(line(i, [])) + REF_RESERVE for i in items)
+        return self.count(header) + sum(self.count(line(i, [])) + REF_RESERVE for i in items)
 
     def _overhead(self) -> int:
-        return sum(self.tok.count(h) + 2 for h in (CHUNK_HEADER, REFERENCE_HEADER)) + 4
+        return sum(self.count(h) + 2 for h in (CHUNK_HEADER, REFERENCE_HEADER)) + 4
 
 
 def _interleave(entities: list[EntityItem], relations: list[RelationItem]) -> list:
