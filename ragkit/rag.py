@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ragkit.backends import build_model
-from ragkit.errors import ConfigError
+from pydantic import ValidationError
+
+from ragkit.errors import ConfigError, InvalidValueError, describe_validation_error
 from ragkit.offline import default_llm
 from ragkit.pipeline.index import IndexConfig, Indexer, IndexReport, Progress
 from ragkit.pipeline.llm_cache import CachedLLM
@@ -127,8 +129,11 @@ class RAG:
 
     async def aquery(self, question: str, param: QueryParam | None = None, **options: Any) -> QueryResult:
         """Answer ``question``; ``options`` are QueryParam fields (``mode="local"``)."""
-        param = (param or QueryParam()).model_copy(update=options) if options else (param or QueryParam())
-        QueryParam.model_validate(param.model_dump())  # options given as keywords are checked too
+        # Validated as one model, so options given as keywords are checked too.
+        try:
+            param = QueryParam.model_validate({**(param or QueryParam()).model_dump(), **options})
+        except ValidationError as exc:
+            raise InvalidValueError(f"query parameters: {describe_validation_error(exc)}") from None
         await self.aopen()
         return await self.querier().query(question, param)
 

@@ -203,6 +203,8 @@ async def test_clear_errors_for_bad_queries(workdir):
     async with make_rag(workdir) as rag:
         with pytest.raises(InvalidValueError, match="question is empty"):
             await rag.aquery("   ")
+        with pytest.raises(InvalidValueError, match="query parameters: mode"):
+            await rag.aquery("What?", mode="telepathy")
         with pytest.raises(InvalidValueError, match="raise max_total_tokens"):
             await rag.aquery("What?", max_total_tokens=50, only_need_context=True)
     rag = make_rag(workdir)
