@@ -8,12 +8,14 @@ numpy: no ragkit, no lightrag.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import random
 import re
 import resource
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -171,3 +173,21 @@ def read_json(path: Path | str) -> Any:
 def write_json(path: Path | str, data: Any) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+@contextlib.contextmanager
+def index_dir(workdir: str | None, docs: int):
+    """Where a quality run keeps its index: a temporary folder, or ``workdir``
+    kept for later runs. Yields (folder, already indexed?): a kept folder whose
+    marker names the same number of documents is queried without re-indexing,
+    so query latency can be measured again without the minutes of indexing."""
+    if not workdir:
+        with tempfile.TemporaryDirectory(prefix="bench-index-") as tmp:
+            yield Path(tmp), False
+        return
+    folder = Path(workdir)
+    marker = folder / ".bench-indexed"
+    done = marker.exists() and marker.read_text().strip() == str(docs)
+    folder.mkdir(parents=True, exist_ok=True)
+    yield folder, done
+    marker.write_text(str(docs))

@@ -3,6 +3,7 @@ throughput, query latency, and ragkit's growth with the corpus.
 
     python benchmarks/bench.py            # everything (make bench)
     python benchmarks/bench.py --quick    # a few minutes: 10 questions and their 200 passages
+    python benchmarks/bench.py --smoke    # every part on 3 questions, output checked (make bench-smoke, CI)
     python benchmarks/bench.py --questions PATH
 
 Run it in ragkit's venv from the repository root. It creates LightRAG's own
@@ -11,7 +12,10 @@ measurement in a child process of its system's venv (``bench_ragkit.py`` and
 ``lightrag_worker.py``; peak memory is then each run's own), one after the
 other, never two at once, writes ``benchmarks/results/<name>.json`` and
 regenerates the report (``report.py``: ``docs/benchmarks.md`` and its plots;
-``--quick`` writes ``benchmarks/results/bench-quick.md`` instead).
+``--quick`` writes ``benchmarks/results/bench-quick.md`` instead). ``--smoke``
+runs every part for both systems on a tiny input, writes the JSON, the report
+and its plots into its work dir (``--out-dir`` elsewhere; never over the
+committed results) and fails naming what is missing (``smoke_problems``).
 See benchmarks/README.md for what each figure means.
 """
 
@@ -19,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -39,12 +45,15 @@ RK_PY = Path(sys.executable)
 
 
 class Runner:
-    def __init__(self, work: Path, log: Path) -> None:
+    def __init__(self, work: Path, log: Path, step_timeout: float | None = None) -> None:
         self.work = work
         self.log = log
+        self.step_timeout = step_timeout
         self.steps: list[dict[str, Any]] = []
 
     def run(self, name: str, cmd: list[str], timeout: float | None = None) -> float:
+        limit = "--scale-timeout" if timeout else "the smoke's step limit"
+        timeout = timeout or self.step_timeout
         started = time.perf_counter()
         print(f"[bench] {name} ...", flush=True)
         with self.log.open("a", encoding="utf-8") as log:
@@ -59,10 +68,12 @@ class Runner:
                 proc.wait()
                 self.steps.append({"step": name, "seconds": round(time.perf_counter() - started, 1),
                                    "exit": "timeout"})
-                raise SystemExit(f"stopped after the {timeout:.0f} s limit (--scale-timeout)") from None
+                raise SystemExit(f"stopped after the {timeout:.0f} s limit ({limit})") from None
         seconds = time.perf_counter() - started
         self.steps.append({"step": name, "seconds": round(seconds, 1), "exit": code})
         if code:
+            tail = self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-25:]
+            print("\n".join(["[bench] the log's last lines:", *tail]), file=sys.stderr, flush=True)
             raise SystemExit(f"[bench] {name} failed (exit {code}); see {self.log}")
         print(f"[bench] {name}: {seconds:.1f} s", flush=True)
         return seconds
@@ -127,23 +138,94 @@ def _musique() -> Path:
     return Path(out.stdout.strip())
 
 
+SMOKE_QUESTIONS = 3
+PLOTS = ["quality.png", "throughput.png", "latency.png", "scale.png"]
+
+
+def smoke_problems(res: dict[str, Any], md: Path) -> list[str]:
+    """What the smoke run's result and report lack: every part, both systems, every
+    figure the report shows, as finite numbers in range. Empty when all is there."""
+    problems: list[str] = []
+
+    def num(where: str, x: dict, key: str, fraction: bool = False) -> None:
+        """x[key] a finite number: in [0, 1] if a fraction, else above 0."""
+        v = x.get(key)
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        if not (ok and (0 <= v <= 1 if fraction else v > 0)):
+            wanted = "a number in [0, 1]" if fraction else "a positive number"
+            problems.append(f"{where}: {key} = {v!r}, wanted {wanted}")
+
+    modes = ["naive", "local", "global", "hybrid", "mix"]
+    variants = [f"{m}/similarity" for m in modes[1:]]
+    for system, wanted in (("ragkit", modes + variants), ("lightrag", modes)):
+        scores = res.get("quality", {}).get(system, {}).get("scores", {})
+        for m in wanted:
+            if m not in scores:
+                problems.append(f"quality: {system} has no mode {m!r}")
+                continue
+            for key in ("recall", "all_supporting", "recall@2", "recall@5"):
+                num(f"quality {system} {m}", scores[m], key, fraction=True)
+            for key in ("context_tokens_mean", "p50_ms", "p95_ms"):
+                num(f"quality {system} {m}", scores[m], key)
+        if scores and not any(s.get("recall") for s in scores.values()):
+            problems.append(f"quality: {system} found no supporting passage in any mode")
+    for key in ("latency", "zero_latency"):
+        for system in ("ragkit", "lightrag", "ragkit_all"):
+            x = res.get("throughput", {}).get(key, {}).get(system)
+            if x is None:
+                problems.append(f"throughput {key}: no {system} run")
+                continue
+            for field in ("wall_s", "llm_calls_total", "input_tokens", "output_tokens", "peak_rss_mib",
+                          "chunks_per_s") + (("efficiency",) if key == "latency" else ()):
+                num(f"throughput {key} {system}", x, field)
+    scale = {x.get("factor"): x for x in res.get("scale", [])}
+    for factor in res["settings"]["scales"]:
+        x = scale.get(factor)
+        if x is None or "failed" in x:
+            problems.append(f"scale x{factor}: " + (x["failed"].removeprefix("[bench] ") if x else "no entry"))
+            continue
+        for field in ("docs", "index_s", "peak_rss_mib", "disk_mib"):
+            num(f"scale x{factor}", x, field)
+        for m in modes:
+            num(f"scale x{factor} {m}", x.get("modes", {}).get(m, {}).get("latency", {}), "p50_ms")
+    text = md.read_text(encoding="utf-8") if md.is_file() else ""
+    if not text.strip():
+        return problems + [f"report: {md} is missing or empty"]
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    problems += [f"report: {md.name} shows no {png}" for png in PLOTS if not any(i.endswith(png) for i in images)]
+    for image in images:
+        path = md.parent / image
+        if not path.is_file() or not path.stat().st_size:
+            problems.append(f"report: {md.name} shows {image}, but {path} is missing or empty")
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="10 questions, their ~200 passages, small prefixes and scales")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true",
+                      help="10 questions, their ~200 passages, small prefixes and scales")
+    size.add_argument("--smoke", action="store_true",
+                      help=f"every part on {SMOKE_QUESTIONS} questions and their ~60 passages, then check the output "
+                           "and exit 1 naming what is missing (make bench-smoke; CI runs it)")
     p.add_argument("--questions", help="questions file (default: the MuSiQue dev questions)")
-    p.add_argument("--name", help="results/<name>.json (default: bench, or bench-quick)")
+    p.add_argument("--name", help="results/<name>.json (default: bench, bench-quick or bench-smoke)")
+    p.add_argument("--out-dir", type=Path, default=None,
+                   help="write <name>.json, <name>.md and its plots here (default: benchmarks/results/ and "
+                        "docs/benchmarks.md; --smoke: its work dir)")
     p.add_argument("--skip-setup", action="store_true", help="do not (re)create LightRAG's venv")
     p.add_argument("--only", default="quality,throughput,scale", help="comma list of parts to run")
     p.add_argument("--lightrag-batch", type=int, default=None,
                    help="passages per LightRAG document in the quality run (default 100; 1 = as shipped)")
     p.add_argument("--prefix", type=int, default=None, help="passages of the side-by-side throughput runs (default 300)")
-    p.add_argument("--latency", type=float, default=0.2)
-    p.add_argument("--jitter", type=float, default=0.05)
+    p.add_argument("--latency", type=float, default=None, help="simulated LLM latency, s (0.2; --smoke 0.05)")
+    p.add_argument("--jitter", type=float, default=None, help="± around it, s (0.05; --smoke 0.01)")
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--gleaning", type=int, default=1, choices=[0, 1])
     p.add_argument("--scale", default=None, help="corpus multiples for the scale run (default 1,10,50)")
-    p.add_argument("--scale-timeout", type=float, default=1800,
-                   help="seconds one scale factor may take before it is stopped and reported as such (0: none)")
+    p.add_argument("--scale-timeout", type=float, default=None,
+                   help="seconds one scale factor may take before it is stopped and reported as such "
+                        "(1800; --smoke 600; 0: none)")
     p.add_argument("--top-k", type=int, default=40)
     p.add_argument("--chunk-top-k", type=int, default=20)
     p.add_argument("--max-entity-tokens", type=int, default=6000)
@@ -151,29 +233,40 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-total-tokens", type=int, default=30000)
     p.add_argument("--no-report", action="store_true")
     args = p.parse_args(argv)
-    name = args.name or ("bench-quick" if args.quick else "bench")
-    batch = args.lightrag_batch or (20 if args.quick else 100)
-    prefix = args.prefix or (100 if args.quick else 300)
-    scales = [int(x) for x in (args.scale or ("1,3" if args.quick else "1,10,50")).split(",") if x]
+    size = "smoke" if args.smoke else "quick" if args.quick else "full"
+
+    def pick(option: Any, full: Any, quick: Any, smoke: Any) -> Any:
+        return option if option is not None else {"full": full, "quick": quick, "smoke": smoke}[size]
+
+    name = args.name or pick(None, "bench", "bench-quick", "bench-smoke")
+    batch = pick(args.lightrag_batch, 100, 20, 20)
+    prefix = pick(args.prefix, 300, 100, 30)
+    args.latency = pick(args.latency, 0.2, 0.2, 0.05)
+    args.jitter = pick(args.jitter, 0.05, 0.05, 0.01)
+    scales = [int(x) for x in pick(args.scale, "1,10,50", "1,3", "1,2").split(",") if x]
+    args.scale_timeout = pick(args.scale_timeout, 1800, 1800, 600)
     parts = set(args.only.split(","))
     started = time.perf_counter()
 
     if not args.skip_setup:
+        t0 = time.perf_counter()
         subprocess.run(["bash", str(HERE / "setup_lightrag.sh"), str(LIGHTRAG_VENV)], check=True)
+        print(f"[bench] LightRAG's venv ready: {time.perf_counter() - t0:.1f} s", flush=True)
     work = Path(tempfile.mkdtemp(prefix=f"ragkit-{name}-"))
+    out_dir = args.out_dir or (work if args.smoke else None)
     inputs = work / "inputs"
-    r = Runner(work, work / "bench.log")
+    r = Runner(work, work / "bench.log", step_timeout=600 if args.smoke else None)
     print(f"[bench] work dir and full log: {work}", flush=True)
     prep = [RK_PY, HERE / "bench_ragkit.py", "prepare", "--inputs", inputs]
     r.run("prepare inputs", prep + (["--questions", args.questions] if args.questions else []))
-    if args.quick:
-        quick_inputs(inputs, 10)
+    if args.quick or args.smoke:
+        quick_inputs(inputs, SMOKE_QUESTIONS if args.smoke else 10)
     n_passages = len(read_json(inputs / "replay.json")["passages"])
     rk = [RK_PY, HERE / "bench_ragkit.py"]
     lr = [LR_PY, HERE / "lightrag_worker.py"]
     tk = ["--tiktoken-cache", work / "tiktoken"]
     result: dict[str, Any] = {
-        "benchmark": "side_by_side", "name": name, "quick": args.quick,
+        "benchmark": "side_by_side", "name": name, "quick": args.quick, "smoke": args.smoke,
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine(),
         "settings": {
@@ -242,14 +335,22 @@ def main(argv: list[str] | None = None) -> int:
 
     result["steps"] = r.steps
     result["total_s"] = round(time.perf_counter() - started, 1)
-    out = HERE / "results" / f"{name}.json"
+    out = (out_dir or HERE / "results") / f"{name}.json"
     write_json(out, result)
     print(f"[bench] wrote {out} ({result['total_s']:.0f} s in all)")
+    md = out_dir / f"{name}.md" if out_dir else HERE / "results" / f"{name}.md" if args.quick else None
     if not args.no_report:
-        report = [LR_PY, HERE / "report.py", out]
-        if args.quick:
-            report += ["--md", HERE / "results" / f"{name}.md", "--no-plots"]
+        report = [LR_PY, HERE / "report.py", out] + (["--md", md] if md else [])
+        if args.quick and not out_dir:
+            report += ["--no-plots"]
         subprocess.run([str(c) for c in report], check=True, cwd=ROOT)
+    if args.smoke:
+        problems = smoke_problems(result, md)
+        if problems:
+            print(f"[bench] smoke FAILED, {len(problems)} problem(s) in {out} and {md}:", file=sys.stderr)
+            print("\n".join(f"  - {x}" for x in problems), file=sys.stderr)
+            return 1
+        print(f"[bench] smoke OK: every part for both systems, report and plots in {out_dir}")
     return 0
 
 

@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _shared import (  # noqa: E402
     SimulatedLatency,
     hash_embed,
+    index_dir,
     latency_summary,
     peak_rss_mib,
     read_json,
@@ -244,12 +245,13 @@ async def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     passages = [p["text"] for p in replay["passages"]][: args.docs or None]
     llm = BenchLLM(ReplayLLM(), SimulatedLatency(0.0, 0.0, 0))
     embedder = CountingEmbedder(minilm_embedder() if args.embedder == "minilm" else BenchHashEmbedder(args.dimension))
-    with tempfile.TemporaryDirectory(prefix="ragkit-bench-") as tmp:
-        rag = make_rag(Path(tmp), llm, embedder, args)
+    with index_dir(args.workdir, len(passages)) as (folder, indexed):
+        rag = make_rag(folder, llm, embedder, args)
         async with rag:
             t0 = time.perf_counter()
-            report = await rag.indexer().insert([Document.from_text(t) for t in passages])
-            index_s = time.perf_counter() - t0
+            docs = [] if indexed else [Document.from_text(t) for t in passages]
+            report = await rag.indexer().insert(docs)
+            index_s = None if indexed else time.perf_counter() - t0
             embedded = {"texts": embedder.texts, "calls": embedder.calls}
             modes = await query_all(rag, questions, args, args.modes.split(","))
             if args.variants:  # the graph modes again on the same index, graph chunks by similarity
@@ -259,7 +261,7 @@ async def run_quality(args: argparse.Namespace) -> dict[str, Any]:
                 modes.update({f"{m}/similarity": v for m, v in more.items()})
     return {
         "system": "ragkit", "version": _version(), "documents": len(passages),
-        "indexed": len(report.processed), "index_s": round(index_s, 2),
+        "indexed": len(report.processed), "index_s": index_s and round(index_s, 2),
         "llm_calls": dict(report.llm["calls"]), "unknown_prompts": llm.inner.unknown_prompts,
         "embedded_while_indexing": embedded, "embedder": args.embedder, "peak_rss_mib": peak_rss_mib(),
         "modes": modes,
@@ -388,6 +390,7 @@ def main() -> int:
     p.add_argument("--backend", default="embedded")
     p.add_argument("--backend-settings", default="", help="JSON: Settings sections for the scale run")
     p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--workdir", help="quality: keep the index here and reuse it on the next run")
     p.add_argument("--variants", action="store_true",
                    help="quality: also every graph mode with chunk_ranking=similarity (as MODE/similarity)")
     p.add_argument("--chunk-ranking", choices=["support", "similarity"], default="support",
