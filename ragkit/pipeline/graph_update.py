@@ -19,6 +19,7 @@ from ragkit.pipeline.extract import ChunkExtraction
 from ragkit.pipeline.merge import Fragment, Merger, entity_key, relation_key
 from ragkit.pipeline.stores import Stores
 from ragkit.protocols import Embedder
+from ragkit.query.context import LINE_TOKENS, entity_line_count, relation_line_count
 
 Pair = tuple[str, str]
 
@@ -90,7 +91,10 @@ class GraphUpdater:
                 for e in ex.entities
                 if entity_key(e.name) == key
             ]
-            return key, props, (await self.merger.entity(key, frags) if frags else None)
+            if not frags:
+                return key, props, None
+            merged = await self.merger.entity(key, frags)
+            return key, props, {**merged, LINE_TOKENS: entity_line_count(self.merger.tokenizer, key, merged)}
 
         results = await _bounded([compute(k, p) for k, p in zip(keys, current)], self.concurrency)
         gone = [k for k, old, new in results if new is None and old is not None]
@@ -116,7 +120,10 @@ class GraphUpdater:
                 for r in ex.relations
                 if relation_key(r.source, r.target) == pair
             ]
-            return pair, props, (await self.merger.relation(pair, frags) if frags else None)
+            if not frags:
+                return pair, props, None
+            merged = await self.merger.relation(pair, frags)
+            return pair, props, {**merged, LINE_TOKENS: relation_line_count(self.merger.tokenizer, pair, merged)}
 
         results = await _bounded([compute(k, p) for k, p in zip(pairs, current)], self.concurrency)
         gone = [k for k, old, new in results if new is None and old is not None]

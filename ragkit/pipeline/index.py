@@ -25,6 +25,7 @@ from ragkit.pipeline.llm_cache import CachedLLM
 from ragkit.pipeline.merge import Merger
 from ragkit.pipeline.stores import Stores
 from ragkit.protocols import Embedder, Tokenizer
+from ragkit.query.context import LINE_TOKENS, chunk_line_count
 from ragkit.schema import Chunk, DocStatus, DocStatusRecord, Document, utcnow
 
 __all__ = ["IndexConfig", "IndexReport", "Indexer", "Progress"]
@@ -67,6 +68,7 @@ class Indexer:
         self.stores = stores
         self.llm = llm
         self.embedder = embedder
+        self.tokenizer = tokenizer
         self.config = config
         self.chunker = get_chunker(config.chunker, tokenizer, config.chunk_size, config.chunk_overlap)
         self.updater = GraphUpdater(stores, Merger(llm, tokenizer, config.merge), embedder)
@@ -157,7 +159,7 @@ class Indexer:
         failed = [o for o in batch if o.error is not None]
         chunks = [c for o in ok for c in o.chunks]
         extractions = [e for o in ok for e in o.extractions]
-        await self.stores.chunks.upsert({c.id: chunk_record(c) for c in chunks})
+        await self.stores.chunks.upsert({c.id: chunk_record(c, self.tokenizer) for c in chunks})
         await self.stores.extractions.upsert({e.chunk_id: e.model_dump(mode="json") for e in extractions})
         changes = Changes()
         for ex in extractions:
@@ -282,8 +284,8 @@ class Indexer:
         return list(dict.fromkeys(out))
 
 
-def chunk_record(chunk: Chunk) -> dict:
-    return chunk.model_dump(mode="json", exclude={"id"})
+def chunk_record(chunk: Chunk, tokenizer: Tokenizer) -> dict:
+    return {**chunk.model_dump(mode="json", exclude={"id"}), LINE_TOKENS: chunk_line_count(tokenizer, chunk.content)}
 
 
 def chunk_meta(chunk: Chunk) -> dict:

@@ -2,7 +2,12 @@
 
 Budgets: entities and relations each have their own; chunks get what remains of
 the total after the system prompt, the graph sections, the question and the
-history. Every section is measured with the tokenizer as rendered.
+history. Each rendered line is encoded once; a section's or the whole context's
+count is the sum of its lines' plus what each line break adds between its two
+neighbouring characters. That is an upper bound of the joined text's count,
+within about one token per entity or relation line (pieces only merge across a
+break), and it spares encoding the whole context again, which costs as much as
+building it.
 
 Claims stay with their evidence. Supporting chunks are chosen in two passes:
 first, for each kept entity and relation in rank order, its best-ranked source
@@ -18,6 +23,7 @@ share it.
 from __future__ import annotations
 
 import json
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -76,8 +82,8 @@ def build_context(
 ) -> Context:
     """``chunks`` are the candidates in rank order (graph sources and vector hits merged)."""
     builder = _Builder(tokenizer, budget)
-    ents = builder.prefix(entities, ENTITY_HEADER, _entity_line, budget.entity_tokens)
-    rels = builder.prefix(relations, RELATION_HEADER, _relation_line, budget.relation_tokens)
+    ents = builder.prefix(entities, ENTITY_HEADER, budget.entity_tokens)
+    rels = builder.prefix(relations, RELATION_HEADER, budget.relation_tokens)
     while True:
         chosen = builder.choose(ents, rels, chunks)
         kept_e = [e for e in ents if set(e.sources) & chosen]
@@ -103,6 +109,8 @@ class _Builder:
         self.budget = budget
         self.give_back = 0
         self._counts: dict[str, int] = {}
+        self._plain: dict[int, int] = {}
+        self.tokenizer_name = _tokenizer_name(tokenizer)
 
     def count(self, line: str) -> int:
         """Token count of one rendered line, each line encoded once: choosing and
@@ -111,10 +119,23 @@ class _Builder:
             self._counts[line] = self.tok.count(line)
         return self._counts[line]
 
-    def prefix(self, items: list, header: str, line, limit: int) -> list:
+    def plain_tokens(self, item: EntityItem | RelationItem | ChunkItem) -> int:
+        """Tokens of an item's line without refs (a chunk's with reference 0),
+        rendered and encoded once per build: every pass needs them."""
+        key = id(item)  # items outlive the build; ids stay unique meanwhile
+        if key not in self._plain:
+            if isinstance(item, ChunkItem):
+                line, stored = _chunk_line(item, 0), item.line_tokens
+            else:
+                line, stored = _line(item, []), item.props.get(LINE_TOKENS)
+            count = stored_count(stored, self.tokenizer_name, line)
+            self._plain[key] = self.tok.count(line) if count is None else count
+        return self._plain[key]
+
+    def prefix(self, items: list, header: str, limit: int) -> list:
         kept, used = [], self.count(header) + 1
         for item in items:
-            cost = self.count(line(item, [])) + REF_RESERVE
+            cost = self.plain_tokens(item) + REF_RESERVE
             if used + cost > limit:
                 break
             kept.append(item)
@@ -122,10 +143,9 @@ class _Builder:
         return kept
 
     def choose(self, ents: list[EntityItem], rels: list[RelationItem], chunks: list[ChunkItem]) -> set[str]:
-        graph_tokens = self._section_tokens(ents, ENTITY_HEADER, _entity_line)
-        graph_tokens += self._section_tokens(rels, RELATION_HEADER, _relation_line)
+        graph_tokens = self._section_tokens(ents, ENTITY_HEADER) + self._section_tokens(rels, RELATION_HEADER)
         left = self.budget.total_tokens - self.budget.fixed_tokens - graph_tokens - self._overhead() - self.give_back
-        costs = {c.id: self.count(_chunk_line(c, 0)) + 8 for c in chunks}  # + its reference line
+        costs = {c.id: self.plain_tokens(c) + 8 for c in chunks}  # + its reference line
         items = [(item, set(item.sources)) for item in _interleave(ents, rels)]
         chosen: set[str] = set()
         for _, sources in items:  # evidence first
@@ -136,7 +156,7 @@ class _Builder:
                     chosen.add(cid)
                     left -= costs[cid]
                     break
-        left += sum(self.count(_line(i, [])) + REF_RESERVE for i, sources in items if not chosen & sources)
+        left += sum(self.plain_tokens(i) + REF_RESERVE for i, sources in items if not chosen & sources)
         for chunk in chunks:  # then by rank
             if chunk.id not in chosen and costs[chunk.id] <= left:
                 chosen.add(chunk.id)
@@ -171,17 +191,57 @@ class _Builder:
         if references:
             sections["references"] = [REFERENCE_HEADER, *(f"[{n}] {path or doc}" for n, doc, path, _ in references)]
         text = "\n\n".join("\n".join(lines) for lines in sections.values() if lines)
-        tokens = {name: self.tok.count("\n".join(lines)) for name, lines in sections.items()}
-        tokens["context"] = self.tok.count(text)
+        counts = {
+            "entities": [self.count(ENTITY_HEADER), *(self.item_tokens(e, cited(e)) for e in ents)] if ents else [],
+            "relations": [self.count(RELATION_HEADER), *(self.item_tokens(r, cited(r)) for r in rels)] if rels else [],
+            "chunks": [self.count(CHUNK_HEADER), *(self.chunk_tokens(c) for c in chunks)] if chunks else [],
+        }
+        if references:
+            counts["references"] = [self.count(line) for line in sections["references"]]
+        tokens = {name: self.joined(sections[name], c, "\n") for name, c in counts.items()}
+        parts = [name for name in counts if sections[name]]
+        tokens["context"] = self.joined([sections[n][-1] for n in parts], [tokens[n] for n in parts], "\n\n",
+                                        firsts=[sections[n][0] for n in parts])
         return Context(text, ents, rels, chunks, tokens, references)
 
-    def _section_tokens(self, items: list, header: str, line) -> int:
+    def joined(self, lines: list[str], counts: list[int], sep: str, firsts: list[str] | None = None) -> int:
+        """Tokens of ``lines`` (given their counts) joined by ``sep``: what the
+        separator adds between the two characters it stands between (a line
+        break after ``}`` merges into one token with it)."""
+        firsts = firsts or lines
+        seps = sum(self.separator(a[-1:], sep, b[:1]) for a, b in zip(lines, firsts[1:]))
+        return sum(counts) + seps
+
+    def separator(self, before: str, sep: str, after: str) -> int:
+        key = f"{before}{sep}{after}"
+        if key not in self._counts:
+            self._counts[key] = max(0, self.tok.count(key) - self.tok.count(before) - self.tok.count(after))
+        return self._counts[key]
+
+    def item_tokens(self, item, refs: list[int]) -> int:
+        """An entity or relation line with its refs, as the line without them
+        (already counted when choosing) plus the refs alone."""
+        if not refs:
+            return self.plain_tokens(item)
+        return self.plain_tokens(item) + self.count(_refs_text(refs)) - self.count('"}')
+
+    def chunk_tokens(self, chunk: ChunkItem) -> int:
+        """A chunk line, as counted when choosing with reference 0: a reference
+        number below 1000 is one token whatever its digits."""
+        return self.plain_tokens(chunk) - 1 + self.count(str(chunk.reference))
+
+    def _section_tokens(self, items: list, header: str) -> int:
         if not items:
             return 0
-        return self.count(header) + sum(self.count(line(i, [])) + REF_RESERVE for i in items)
+        return self.count(header) + sum(self.plain_tokens(i) + REF_RESERVE for i in items)
 
     def _overhead(self) -> int:
         return sum(self.count(h) + 2 for h in (CHUNK_HEADER, REFERENCE_HEADER)) + 4
+
+
+def _refs_text(refs: list[int]) -> str:
+    """How adding refs changes a line's end: ``"}`` becomes ``", "refs": [..]}``."""
+    return '", ' + json.dumps({"refs": refs})[1:]
 
 
 def _interleave(entities: list[EntityItem], relations: list[RelationItem]) -> list:
@@ -220,5 +280,56 @@ def _relation_line(item: RelationItem, refs: list[int]) -> str:
     return json.dumps(row, ensure_ascii=False)
 
 
+LINE_TOKENS = "line_tokens"
+"""The property (of nodes, edges and chunk records) holding a stored :func:`line_count`."""
+
+
+def public_properties(props: dict) -> dict:
+    """Properties without the stored line counts: bookkeeping, not data to show or export."""
+    return {k: v for k, v in props.items() if k != LINE_TOKENS}
+
+
+def line_count(tokenizer: Tokenizer, line: str) -> str:
+    """A context line's token count, to store with what it renders (a chunk
+    record, a node's or edge's properties) when indexing, so that queries do not
+    encode the same text again: ``"<tokenizer>|<crc32 of the line>|<tokens>"``.
+    A query trusts it only for the same tokenizer and the very same line, so an
+    edited description or a changed line format is simply counted afresh."""
+    return f"{_tokenizer_name(tokenizer)}|{_crc(line)}|{tokenizer.count(line)}"
+
+
+def stored_count(stored: object, tokenizer_name: str, line: str) -> int | None:
+    if not isinstance(stored, str):
+        return None
+    parts = stored.rsplit("|", 2)
+    if len(parts) != 3 or parts[0] != tokenizer_name or parts[1] != _crc(line) or not parts[2].isdigit():
+        return None
+    return int(parts[2])
+
+
+def chunk_line_count(tokenizer: Tokenizer, content: str) -> str:
+    return line_count(tokenizer, _chunk_text(content, 0))
+
+
+def entity_line_count(tokenizer: Tokenizer, key: str, props: dict) -> str:
+    return line_count(tokenizer, _entity_line(EntityItem(props, "", key=key), []))
+
+
+def relation_line_count(tokenizer: Tokenizer, key: tuple[str, str], props: dict) -> str:
+    return line_count(tokenizer, _relation_line(RelationItem(props, "", key=key), []))
+
+
+def _tokenizer_name(tokenizer: Tokenizer) -> str:
+    return str(getattr(tokenizer, "name", type(tokenizer).__name__))
+
+
+def _crc(line: str) -> str:
+    return f"{zlib.crc32(line.encode('utf-8', 'surrogatepass')):08x}"
+
+
 def _chunk_line(chunk: ChunkItem, reference: int) -> str:
-    return json.dumps({"ref": reference, "content": chunk.content}, ensure_ascii=False)
+    return _chunk_text(chunk.content, reference)
+
+
+def _chunk_text(content: str, reference: int) -> str:
+    return json.dumps({"ref": reference, "content": content}, ensure_ascii=False)

@@ -19,11 +19,11 @@ from ragkit.pipeline.merge import MergeConfig, Merger
 from ragkit.pipeline.stores import Stores
 from ragkit.protocols import ChatRequest, Embedder, Reranker, Tokenizer
 from ragkit.query.answer import build_answer_request, build_bypass_request
-from ragkit.query.context import Budget, Context, build_context, rank_graph_chunks
+from ragkit.query.context import Budget, Context, build_context, public_properties, rank_graph_chunks
 from ragkit.query.items import ChunkItem, EntityItem, RelationItem, round_robin
 from ragkit.query.keywords import Keywords, extract_keywords
 from ragkit.query.scope import Restrictor, resolve_scope
-from ragkit.query.search import Searcher
+from ragkit.query.search import Searcher, keyword_text
 from ragkit.schema import QueryParam, QueryResult, Reference
 from ragkit.tokenizer import request_tokens
 
@@ -55,16 +55,18 @@ class Querier:
         with run.stage("keywords"):
             keywords = await self._keywords(question, param, run)
         with run.stage("search"):
-            entities, relations, vector_chunks = await self._search(question, param, keywords)
+            searcher = await self._searcher(param)
+            entities, relations, vector_chunks = await self._search(question, param, keywords, searcher)
         with run.stage("chunks"):
-            candidates = await self._candidates(question, param, entities, relations, vector_chunks)
+            candidates = await self._candidates(question, param, entities, relations, vector_chunks, searcher)
         with run.stage("context"):
-            context = build_context(entities, relations, candidates, self.tokenizer, self._budget(question, param))
+            budget = self._budget(question, param)
+            context = build_context(entities, relations, candidates, self.tokenizer, budget)
         request = build_answer_request(
             question, context.text, history=param.history, response_type=param.response_type,
             language=param.language, user_instructions=param.user_prompt,
         )
-        run.meta.update(keywords=keywords.model_dump(), tokens=_tokens(context, self.tokenizer, request, question))
+        run.meta.update(keywords=keywords.model_dump(), tokens=_tokens(context, self.tokenizer, budget, question))
         run.meta.update(dropped_unsupported=context.dropped_unsupported, truncated=context.truncated)
         return await self._answer(question, param, run, request, context)
 
@@ -80,14 +82,17 @@ class Querier:
             run.cache_hits.append("keywords")
         return keywords
 
-    async def _search(
-        self, question: str, param: QueryParam, keywords: Keywords
-    ) -> tuple[list[EntityItem], list[RelationItem], list[ChunkItem]]:
+    async def _searcher(self, param: QueryParam) -> Searcher:
         scope = await resolve_scope(self.stores, param.doc_ids, param.doc_filter)
         restrictor = Restrictor(self.stores, Merger(None, self.tokenizer, MergeConfig()), scope) if scope else None
-        searcher = Searcher(self.stores, self.embedder, scope, restrictor)
-        if scope is not None and not scope.doc_ids:
+        return Searcher(self.stores, self.embedder, scope, restrictor)
+
+    async def _search(
+        self, question: str, param: QueryParam, keywords: Keywords, searcher: Searcher
+    ) -> tuple[list[EntityItem], list[RelationItem], list[ChunkItem]]:
+        if searcher.scope is not None and not searcher.scope.doc_ids:
             return [], [], []
+        await searcher.embed_all(_search_texts(question, param, keywords))
         entities: list[EntityItem] = []
         relations: list[RelationItem] = []
         if param.mode in ("local", "hybrid", "mix"):
@@ -106,18 +111,18 @@ class Querier:
         entities: list[EntityItem],
         relations: list[RelationItem],
         vector_chunks: list[ChunkItem],
+        searcher: Searcher,
     ) -> list[ChunkItem]:
         """Supporting chunks of the found items, merged with the vector-found ones."""
         ranked = rank_graph_chunks(entities, relations)
         records = await self.stores.chunks.get_many([cid for cid, _ in ranked])
         graph_chunks = [
-            ChunkItem(cid, rec["content"], rec["doc_id"], rec.get("file_path"), "graph_sources",
-                      support=support, tokens=int(rec.get("tokens", 0)))
+            ChunkItem.from_record(cid, rec, "graph_sources", support=support)
             for (cid, support), rec in zip(ranked, records)
             if rec is not None
         ]
         if param.chunk_ranking == "similarity" and graph_chunks:
-            await self._by_similarity(question, graph_chunks)
+            await self._by_similarity(await searcher.embed(question), graph_chunks)
         merged = round_robin(graph_chunks, vector_chunks)
         if self.reranker is not None and param.enable_rerank and merged:
             scores = await self.reranker.scores(question, [c.content for c in merged])
@@ -125,8 +130,7 @@ class Querier:
             merged = [merged[i] for i in order]
         return merged
 
-    async def _by_similarity(self, question: str, chunks: list[ChunkItem]) -> None:
-        query = (await self.embedder.embed([question]))[0]
+    async def _by_similarity(self, query: np.ndarray, chunks: list[ChunkItem]) -> None:
         records = await self.stores.chunk_vectors.get([c.id for c in chunks])
         for chunk, rec in zip(chunks, records):
             if rec is not None:
@@ -224,15 +228,31 @@ def _result(context: Context | None, run: _Run) -> QueryResult:
 
 
 def _public(props: dict) -> dict:
-    return {k: v for k, v in props.items() if k != "key"}
+    return {k: v for k, v in public_properties(props).items() if k != "key"}
 
 
-def _tokens(context: Context, tokenizer: Tokenizer, request: ChatRequest, question: str) -> dict[str, int]:
+def _tokens(context: Context, tokenizer: Tokenizer, budget: Budget, question: str) -> dict[str, int]:
+    # The prompt without context was counted for the budget; the context was
+    # counted as it was built. Encoding the whole prompt again only to report
+    # its size would cost as much as building the context.
     return {
         **context.tokens,
         "question": tokenizer.count(question),
-        "prompt_total": request_tokens(tokenizer, request),
+        "prompt_total": budget.fixed_tokens + context.tokens["context"],
     }
+
+
+def _search_texts(question: str, param: QueryParam, keywords: Keywords) -> list[str]:
+    """What the mode will embed: searched keyword lists, and the question for
+    chunk vectors or for ranking graph chunks by similarity."""
+    texts = []
+    if param.mode in ("local", "hybrid", "mix") and keywords.low_level:
+        texts.append(keyword_text(keywords.low_level))
+    if param.mode in ("global", "hybrid", "mix") and keywords.high_level:
+        texts.append(keyword_text(keywords.high_level))
+    if param.mode in ("naive", "mix") or param.chunk_ranking == "similarity":
+        texts.append(question)
+    return texts
 
 
 def _render_prompt(request: ChatRequest) -> str:

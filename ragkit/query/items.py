@@ -51,6 +51,13 @@ class ChunkItem:
     tokens: int = 0
     reference: int = 0
     supports: list[str] = field(default_factory=list)
+    line_tokens: str | None = None
+    """Its context line's stored token count (``context.line_count``)."""
+
+    @classmethod
+    def from_record(cls, cid: str, rec: dict[str, Any], stage: str, **kw: Any) -> ChunkItem:
+        return cls(cid, rec["content"], rec["doc_id"], rec.get("file_path"), stage,
+                   tokens=int(rec.get("tokens", 0)), line_tokens=rec.get("line_tokens"), **kw)
 
 
 def round_robin(*lists: list) -> list:

@@ -10,7 +10,8 @@ own index's similarity; graph-found items have no score.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -24,20 +25,36 @@ OVERSAMPLE = 4
 the scope are dropped afterwards (entity and relation vectors carry no doc ids)."""
 
 
+def keyword_text(keywords: list[str]) -> str:
+    """The text embedded to search with a list of keywords."""
+    return ", ".join(keywords)
+
+
 @dataclass
 class Searcher:
     stores: Stores
     embedder: Embedder
     scope: Scope | None = None
     restrictor: Restrictor | None = None
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+
+    async def embed_all(self, texts: Iterable[str]) -> None:
+        """Embed every text the query will search with in one call: a model's
+        fixed cost per call (a forward pass, an HTTP round trip) is then paid
+        once per query, not once per index searched."""
+        todo = list(dict.fromkeys(t for t in texts if t and t not in self.vectors))
+        if todo:
+            for text, vector in zip(todo, await self.embedder.embed(todo), strict=True):
+                self.vectors[text] = np.asarray(vector, dtype=np.float32)
 
     async def embed(self, text: str) -> np.ndarray:
-        return (await self.embedder.embed([text]))[0]
+        await self.embed_all([text])
+        return self.vectors[text]
 
     async def local(self, keywords: list[str], top_k: int) -> tuple[list[EntityItem], list[RelationItem]]:
         if not keywords:
             return [], []
-        hits = await self.stores.entity_vectors.query(await self.embed(", ".join(keywords)), self._k(top_k))
+        hits = await self.stores.entity_vectors.query(await self.embed(keyword_text(keywords)), self._k(top_k))
         keys = [str(h.metadata.get("key", "")) for h in hits]
         nodes = await self.stores.graph.get_nodes(keys)
         degrees = await self.stores.graph.degrees(keys)
@@ -52,7 +69,7 @@ class Searcher:
     async def global_(self, keywords: list[str], top_k: int) -> tuple[list[EntityItem], list[RelationItem]]:
         if not keywords:
             return [], []
-        hits = await self.stores.relation_vectors.query(await self.embed(", ".join(keywords)), self._k(top_k))
+        hits = await self.stores.relation_vectors.query(await self.embed(keyword_text(keywords)), self._k(top_k))
         pairs: list[Pair] = [(str(h.metadata.get("source", "")), str(h.metadata.get("target", ""))) for h in hits]
         edges = await self.stores.graph.get_edges(pairs)
         degrees = await self.stores.graph.edge_degrees(pairs)
@@ -69,8 +86,7 @@ class Searcher:
         hits = await self.stores.chunk_vectors.query(await self.embed(question), top_k, filter=flt)
         records = await self.stores.chunks.get_many([h.id for h in hits])
         return [
-            ChunkItem(h.id, rec["content"], rec["doc_id"], rec.get("file_path"), "chunk_vectors", h.score,
-                      tokens=int(rec.get("tokens", 0)))
+            ChunkItem.from_record(h.id, rec, "chunk_vectors", score=h.score)
             for h, rec in zip(hits, records)
             if rec is not None
         ]

@@ -20,6 +20,7 @@ from ragkit.cli.main import main
 from ragkit.errors import ExportError
 from ragkit.pipeline.export import LIST_SEPARATOR, resolve_format
 from ragkit.pipeline.index import IndexConfig
+from ragkit.query.context import public_properties
 from ragkit.rag import RAG
 from ragkit.schema import Document
 from ragkit.settings import Settings, load_settings
@@ -72,8 +73,10 @@ async def test_json_round_trip(rag, tmp_path):
     summary = await rag.aexport(tmp_path / "graph.json")
     data = json.loads((tmp_path / "graph.json").read_text(encoding="utf-8"))
     assert summary.format == "json" and data["format"] == "ragkit-graph"
-    assert {n["id"]: n["properties"] for n in data["nodes"]} == snap["nodes"]
-    assert {(e["source"], e["target"]): e["properties"] for e in data["edges"]} == snap["edges"]
+    # Everything stored but the line counts kept for queries (bookkeeping).
+    assert {n["id"]: n["properties"] for n in data["nodes"]} == {k: public_properties(p) for k, p in snap["nodes"].items()}
+    assert {(e["source"], e["target"]): e["properties"] for e in data["edges"]} == {
+        k: public_properties(p) for k, p in snap["edges"].items()}
     chunks = {c["id"]: c for c in data["chunks"]}
     assert set(chunks) == cited(snap) and summary.chunks == len(chunks)
     assert (summary.entities, summary.relations) == (len(snap["nodes"]), len(snap["edges"]))
@@ -99,6 +102,7 @@ async def test_graphml_round_trip(rag, tmp_path):
         node = graph.nodes[key]
         assert node["source_ids"].split(LIST_SEPARATOR) == props["source_ids"]
         assert node["description"] == props["description"] and node["type"] == props["type"]
+        assert "line_tokens" not in node
     (a, b), props = next(iter(snap["edges"].items()))
     assert graph.edges[a, b]["weight"] == props["weight"]
     assert graph.edges[a, b]["source_ids"].split(LIST_SEPARATOR) == props["source_ids"]
