@@ -6,8 +6,14 @@ class                  name        on disk
 SQLiteKVStore          sqlite      ``<working_dir>/<workspace>/ragkit.sqlite``
 SQLiteDocStatusStore   sqlite      same file, its own table
 NumpyVectorStore       numpy       ``<working_dir>/<workspace>/vectors/<ns>.npz``
+                                   and ``<ns>.npz.journal``
 NetworkXGraphStore     networkx    ``<working_dir>/<workspace>/graph/<ns>.json``
+                                   and ``<ns>.json.journal``
 =====================  ==========  ===============================================
+
+The two in-memory stores write a snapshot plus an append-only journal of what
+each flush changed (``_files.JournaledFile``), folded into a new snapshot when
+the journal outgrows it and at ``close()``.
 """
 
 from ragkit.storage.networkx_graph import NetworkXGraphStore

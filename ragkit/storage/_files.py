@@ -1,27 +1,69 @@
-"""Crash-safe file replacement shared by the file-backed embedded stores.
+"""Crash-safe files shared by the file-backed embedded stores: an atomic
+snapshot plus an append-only journal of the changes made since it.
 
-A snapshot is written to a temporary file in the target's directory, fsynced,
-renamed over the target with ``os.replace`` (atomic on POSIX and Windows) and the
-directory is fsynced so that the rename itself is durable. A reader therefore
-sees either the previous complete file or the new complete file, never a torn
-one, whatever moment the writing process is killed at.
+Snapshot. A snapshot is written to a temporary file in the target's directory,
+fsynced, renamed over the target with ``os.replace`` (atomic on POSIX and
+Windows) and the directory is fsynced so that the rename itself is durable. A
+reader therefore sees either the previous complete file or the new complete
+file, never a torn one, whatever moment the writing process is killed at.
 
 Temporary files are named ``.<target name>.<pid>.<random>.tmp``; a process killed
 mid-write leaves one behind, and :func:`remove_stale_temps` (called when a store
 opens) deletes those whose writer process no longer exists.
+
+Journal. Rewriting the whole snapshot on every flush makes indexing quadratic,
+so a flush appends only what changed since the previous flush to
+``<target name>.journal`` next to the snapshot, and fsyncs it. The journal is a
+sequence of frames::
+
+    b"RKJ1" | payload length (uint32 LE) | crc32 of length + payload (uint32 LE) | payload
+
+The first frame is a header ``{"format": "ragkit.journal/1", "generation": g}``;
+each later frame holds the changes of one flush, encoded by the store, so a
+flush is all or nothing on reload. Loading is: the snapshot, then the payloads
+of the journal in order, if the journal's generation is the snapshot's.
+
+- A frame cut short at the end of the file (a writer killed mid-append) is a
+  torn tail: it is ignored, and the next append overwrites it.
+- A damaged frame followed by a valid one is corruption, not a torn tail:
+  loading raises :class:`StoreError` naming the file.
+- When the journal has grown beyond the snapshot (or the snapshot is small, or
+  the store closes), the next save compacts: it writes a whole new snapshot
+  with generation g + 1, then removes the journal. A crash between the two
+  leaves a journal of generation g, which is stale and ignored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import secrets
-from collections.abc import Callable
+import struct
+import zlib
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Generic, TypeVar
+
+from ragkit.errors import StoreError
 
 TEMP_SUFFIX = ".tmp"
+JOURNAL_SUFFIX = ".journal"
+JOURNAL_FORMAT = "ragkit.journal/1"
+# Below this size a snapshot is rewritten on every save: that costs about what an
+# append costs, and a small store then stays one self-contained file.
+SMALL_SNAPSHOT = 64 * 1024
+
+_MAGIC = b"RKJ1"
+_LENGTH = struct.Struct("<I")
+_HEAD = struct.Struct("<4sII")  # magic, payload length, crc32(length + payload)
+
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)  # what a store names a changed item by
+Writer = Callable[[BinaryIO], None]
 
 
 def _temp_prefix(target: Path) -> str:
@@ -49,7 +91,7 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(target: Path, write: Callable[[BinaryIO], None]) -> None:
+def atomic_write(target: Path, write: Writer) -> None:
     """Replace ``target`` with what ``write(file)`` writes, atomically and durably."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -113,20 +155,156 @@ def remove_stale_temps(target: Path) -> list[Path]:
     return removed
 
 
-class SnapshotFile:
-    """Dirty tracking and serialised, atomic saving of one in-memory store's file.
+# -- journal frames ----------------------------------------------------------------
 
-    Writers call :meth:`touch` after each change. :meth:`save` takes a snapshot
-    (synchronously, so it is consistent with respect to the event loop), then
-    writes it in a worker thread; saves and deletions are serialised by a lock
-    so that an older snapshot can never land after a newer one, and a drop can
-    never be undone by a save that was in flight.
+
+def journal_path(target: Path) -> Path:
+    """The journal of snapshot ``target``: ``<target name>.journal`` beside it."""
+    return target.with_name(target.name + JOURNAL_SUFFIX)
+
+
+def frame(payload: bytes) -> bytes:
+    """``payload`` framed for the journal (see the module docstring)."""
+    length = _LENGTH.pack(len(payload))
+    return _MAGIC + length + _LENGTH.pack(zlib.crc32(payload, zlib.crc32(length))) + payload
+
+
+def _frame_at(data: bytes, pos: int) -> tuple[bytes, int] | None:
+    """(payload, end) of the valid frame starting at ``pos``, or None."""
+    if pos + _HEAD.size > len(data):
+        return None
+    magic, length, crc = _HEAD.unpack_from(data, pos)
+    start = pos + _HEAD.size
+    end = start + length
+    if magic != _MAGIC or end > len(data):
+        return None
+    payload = data[start:end]
+    # The crc covers the length too, so a zero-filled tail is not an empty frame.
+    if zlib.crc32(payload, zlib.crc32(data[pos + 4 : pos + 8])) != crc:
+        return None
+    return payload, end
+
+
+def _valid_frame_after(data: bytes, pos: int) -> bool:
+    # A torn tail is a prefix of the last frame written, so nothing valid follows
+    # it. Searching for the magic (rather than trusting the damaged frame's length)
+    # finds later frames even when the damage hit a length field.
+    while (pos := data.find(_MAGIC, pos + 1)) != -1:
+        if _frame_at(data, pos) is not None:
+            return True
+    return False
+
+
+def read_frames(data: bytes) -> tuple[list[bytes], int]:
+    """Payloads of the valid frames at the start of ``data``, and the bytes they span.
+
+    Whatever follows them is a torn tail, ignored; raises ``ValueError`` if a
+    valid frame follows a damaged one.
+    """
+    payloads: list[bytes] = []
+    pos = 0
+    while (found := _frame_at(data, pos)) is not None:
+        payload, pos = found
+        payloads.append(payload)
+    if pos < len(data) and _valid_frame_after(data, pos):
+        raise ValueError(
+            f"the record at byte {pos} is damaged but valid records follow it, "
+            "so this is not a write cut short by a crash"
+        )
+    return payloads, pos
+
+
+@dataclass
+class Journal:
+    """What a journal file holds: ``generation`` is None when it has no valid
+    header (missing, empty, or torn while being started)."""
+
+    generation: int | None = None
+    payloads: list[bytes] = field(default_factory=list)
+    length: int = 0  # bytes of valid frames; the next append goes there
+
+
+def read_journal(path: Path) -> Journal:
+    """Parse the journal at ``path``; ``ValueError`` when it is corrupt."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return Journal()
+    payloads, length = read_frames(data)
+    if not payloads:
+        return Journal()
+    header = json.loads(payloads[0])
+    if not isinstance(header, dict) or header.get("format") != JOURNAL_FORMAT:
+        raise ValueError(f"not a {JOURNAL_FORMAT} file")
+    return Journal(int(header["generation"]), payloads[1:], length)
+
+
+def write_at(path: Path, start: int, data: bytes) -> int:
+    """Write ``data`` at byte ``start`` of ``path``, cutting off whatever followed
+    (a torn tail, or a failed append), and fsync. ``start == 0`` (re)creates the
+    file. Returns the new length."""
+    with open(path, "r+b" if start else "wb") as fh:
+        fh.truncate(start)
+        fh.seek(start)
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    if not start:
+        fsync_dir(path.parent)  # the file may be new: make its name durable
+    return start + len(data)
+
+
+def _replace_snapshot(target: Path, write: Writer) -> int:
+    atomic_write(target, write)  # looked up at call time: tests replace it
+    return target.stat().st_size
+
+
+async def _in_thread(fn: Callable[[], T]) -> T:
+    """``fn()`` in a worker thread, waited for even if the caller is cancelled.
+
+    A thread cannot be stopped: the caller's lock must stay held until its file
+    write is over, or a later write could overlap it. The cancellation is
+    re-raised once the thread is done.
+    """
+    task = asyncio.ensure_future(asyncio.to_thread(fn))
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+        except BaseException:
+            break  # the thread's own error, re-raised by result() below
+    if cancelled:
+        raise asyncio.CancelledError
+    return task.result()
+
+
+# -- one store's snapshot and journal ------------------------------------------------
+
+
+class JournaledFile(Generic[K]):
+    """Change tracking, journal appends and compaction for one in-memory store.
+
+    Writers call :meth:`touch` with the keys they changed. :meth:`save` takes
+    the pending keys and encodes their current state (synchronously, so it is
+    consistent with respect to the event loop), then writes in a worker thread;
+    writes made meanwhile are pending for the next save. Saves and deletions are
+    serialised by a lock, so an older write never lands after a newer one, and
+    a drop is never undone by a save that was in flight.
+
+    Encoding the current state of changed keys (not the operations) makes a
+    failed save easy to retry: its keys are simply pending again.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, what: str) -> None:
         self.path = Path(path)
-        self._version = 0
-        self._saved_version = 0
+        self.journal = journal_path(self.path)
+        self.what = what  # "graph" or "vector", for error messages
+        self.generation = 0
+        self._snapshot_bytes = 0
+        self._journal_bytes = 0  # 0: no journal of this generation; the next append starts one
+        self._pending: dict[K, None] = {}  # a dict keeps the order of changes
         self._lock: asyncio.Lock | None = None
 
     @property
@@ -135,35 +313,145 @@ class SnapshotFile:
             self._lock = asyncio.Lock()
         return self._lock
 
-    def reset(self) -> None:
-        """Forget dirtiness (after loading from disk)."""
-        self._version = self._saved_version = 0
-        self._lock = None
-
     @property
     def dirty(self) -> bool:
-        return self._version != self._saved_version
+        return bool(self._pending)
 
-    def touch(self) -> None:
-        self._version += 1
+    def touch(self, keys: Iterable[K]) -> None:
+        """Record that ``keys`` changed (were written or deleted) since the last save."""
+        self._pending.update(dict.fromkeys(keys))
 
-    async def save(self, snapshot: Callable[[], Callable[[BinaryIO], None]]) -> bool:
-        """Write the file if dirty; ``snapshot()`` returns the writer callable."""
+    # -- loading -------------------------------------------------------------
+
+    def load(self, read_snapshot: Callable[[], int], apply: Callable[[bytes], None]) -> None:
+        """Read the snapshot (``read_snapshot()`` returns its generation), then
+        ``apply`` each payload of a journal of the same generation, in order."""
+        remove_stale_temps(self.path)
+        exists = self.path.exists()
+        generation = read_snapshot() if exists else 0
+        journal = self._read_journal()
+        current = self._check_generation(journal, generation, exists)
+        if current:
+            self._replay(journal.payloads, apply)
+        self.generation = generation
+        self._snapshot_bytes = self.path.stat().st_size if exists else 0
+        self._journal_bytes = journal.length if current else 0
+        self._pending.clear()
+        self._lock = None
+
+    def _read_journal(self) -> Journal:
+        try:
+            return read_journal(self.journal)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise self._journal_error(exc) from exc
+
+    def _journal_error(self, exc: Exception) -> StoreError:
+        return StoreError(
+            f"cannot read {self.what} journal {self.journal}: {exc}; restore it together "
+            f"with {self.path.name} from a backup, or delete it to reopen the store as of "
+            "its last snapshot (losing the changes flushed since) and re-index"
+        )
+
+    def _check_generation(self, journal: Journal, generation: int, exists: bool) -> bool:
+        """Whether the journal extends this snapshot; an older one is stale (a
+        crash between writing a snapshot and removing the journal) and ignored."""
+        if journal.generation is None:
+            return False
+        if not exists:
+            raise StoreError(
+                f"{self.what} journal {self.journal} holds changes to {self.path}, which "
+                f"is missing: restore {self.path.name} from a backup, or delete the "
+                "journal too and re-index"
+            )
+        if journal.generation > generation:
+            raise StoreError(
+                f"{self.what} journal {self.journal} (generation {journal.generation}) is "
+                f"newer than {self.path} (generation {generation}): the snapshot was "
+                "replaced by an older copy; restore the matching snapshot, or delete the "
+                "journal (losing the changes flushed since) and re-index"
+            )
+        return journal.generation == generation
+
+    def _replay(self, payloads: list[bytes], apply: Callable[[bytes], None]) -> None:
+        for payload in payloads:
+            try:
+                apply(payload)
+            except StoreError:
+                raise
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                raise self._journal_error(exc) from exc
+
+    # -- saving --------------------------------------------------------------
+
+    async def save(
+        self,
+        encode: Callable[[list[K]], bytes],
+        snapshot: Callable[[int], Writer],
+        *,
+        compact: bool = False,
+    ) -> bool:
+        """Persist the changes since the last save; False if there were none.
+
+        ``encode(keys)`` returns the journal payload for the current state of
+        ``keys``; ``snapshot(generation)`` returns a writer of the whole store.
+        The changes are appended to the journal, or folded into a new snapshot
+        when the journal has outgrown it, and always when ``compact`` is true.
+        """
         async with self.lock:
-            if not self.dirty:
+            if not self._pending and not (compact and self._journal_bytes):
                 return False
-            version = self._version
-            writer = snapshot()
-            await asyncio.to_thread(atomic_write, self.path, writer)
-            self._saved_version = version
+            keys = list(self._pending)
+            self._pending.clear()  # writes from now on belong to the next save
+            try:
+                await _in_thread(self._plan(keys, encode, snapshot, compact))
+            except BaseException:
+                self.touch(keys)  # not (known to be) saved: pending again
+                raise
             return True
 
+    def _plan(
+        self,
+        keys: list[K],
+        encode: Callable[[list[K]], bytes],
+        snapshot: Callable[[int], Writer],
+        compact: bool,
+    ) -> Callable[[], None]:
+        """The write to do, prepared on the event loop (where the state is consistent)."""
+        if not compact and self._snapshot_bytes >= SMALL_SNAPSHOT:
+            payload = encode(keys)
+            if self._journal_bytes + len(payload) <= self._snapshot_bytes:
+                return partial(self._append, payload)
+        return partial(self._compact, snapshot(self.generation + 1), self.generation + 1)
+
+    def _append(self, payload: bytes) -> None:
+        start = self._journal_bytes
+        data = frame(payload) if start else self._header() + frame(payload)
+        self._journal_bytes = write_at(self.journal, start, data)
+
+    def _header(self) -> bytes:
+        header = {"format": JOURNAL_FORMAT, "generation": self.generation}
+        return frame(json.dumps(header).encode())
+
+    def _compact(self, write: Writer, generation: int) -> None:
+        size = _replace_snapshot(self.path, write)
+        # From here on the old journal is stale, whether or not its removal below
+        # happens: the next append starts a new one.
+        self.generation, self._snapshot_bytes, self._journal_bytes = generation, size, 0
+        remove_file(self.journal)
+
     async def delete(self) -> None:
-        """Remove the file (and any stale temps). Changes made before this call
-        count as saved (the caller has just emptied the store); changes made while
-        it waits for an in-flight save still mark the store dirty."""
-        version = self._version
+        """Remove the snapshot and the journal (and stale temps). Changes made
+        before this call count as saved (the caller has just emptied the store);
+        changes made while it waits for an in-flight save stay pending."""
+        self._pending.clear()
         async with self.lock:
-            await asyncio.to_thread(remove_file, self.path)
-            remove_stale_temps(self.path)
-            self._saved_version = version
+            await _in_thread(self._remove_files)
+
+    def _remove_files(self) -> None:
+        # The journal first: a crash in between leaves the old snapshot whole,
+        # never a journal without its snapshot.
+        remove_file(self.journal)
+        self._journal_bytes = 0
+        remove_file(self.path)
+        self._snapshot_bytes = 0
+        remove_stale_temps(self.path)

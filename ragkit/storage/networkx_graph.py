@@ -1,12 +1,25 @@
 """The default graph store: an in-memory ``networkx.Graph`` saved as JSON.
 
-On disk: ``<working_dir>/<workspace>/graph/<namespace>.json``::
+On disk, in ``<working_dir>/<workspace>/graph/``:
 
-    {"format": "ragkit.networkx-graph/1",
+``<namespace>.json``, the snapshot, replaced atomically::
+
+    {"format": "ragkit.networkx-graph/1", "generation": g,
      "nodes": [[id, {properties}], ...],
      "edges": [[source, target, {properties}], ...]}
 
-replaced atomically on ``flush()``/``close()`` when something changed.
+(files written before journals existed have no ``generation``: it is 0).
+
+``<namespace>.json.journal``, the changes flushed since that snapshot: one
+framed record per ``flush()`` (framing, generations and compaction are
+described in :mod:`ragkit.storage._files`), each a JSON object::
+
+    {"deleted_nodes": [id, ...], "nodes": [[id, {properties}], ...],
+     "deleted_edges": [[a, b], ...], "edges": [[a, b, {properties}], ...]}
+
+holding the full current properties of every node and edge changed since the
+previous flush, applied in that order. ``close()`` folds the journal into a new
+snapshot.
 """
 
 from __future__ import annotations
@@ -28,7 +41,7 @@ from ragkit.protocols.graph import (
     edge_key,
 )
 from ragkit.schema import Edge, Node
-from ragkit.storage._files import SnapshotFile, remove_stale_temps
+from ragkit.storage._files import JournaledFile, Writer
 
 FORMAT = "ragkit.networkx-graph/1"
 
@@ -36,6 +49,32 @@ FORMAT = "ragkit.networkx-graph/1"
 def _copy(props: Mapping[str, Any]) -> dict[str, Any]:
     """A copy that shares nothing mutable with the stored properties."""
     return {k: list(v) if isinstance(v, list) else v for k, v in props.items()}
+
+
+def _dumps(data: object) -> bytes:
+    return json.dumps(
+        data, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+    ).encode("utf-8", "surrogatepass")
+
+
+def _loads(data: bytes) -> Any:
+    return json.loads(data.decode("utf-8", "surrogatepass"))
+
+
+def _set_node(graph: nx.Graph, n: str, props: Mapping[str, Any]) -> None:
+    """Add ``n`` or replace all its properties."""
+    graph.add_node(n)
+    attrs = graph.nodes[n]
+    attrs.clear()
+    attrs.update(props)
+
+
+def _set_edge(graph: nx.Graph, a: str, b: str, props: Mapping[str, Any]) -> None:
+    """Add the edge (and missing endpoints, without properties) or replace its properties."""
+    graph.add_edge(a, b)
+    attrs = graph.edges[a, b]
+    attrs.clear()
+    attrs.update(props)
 
 
 def _pair(pair: object) -> tuple[object, object] | None:
@@ -47,7 +86,12 @@ def _pair(pair: object) -> tuple[object, object] | None:
 
 
 class NetworkXGraphStore(GraphStore):
-    """Undirected property graph held in memory; persisted to one JSON file."""
+    """Undirected property graph held in memory; persisted to a JSON snapshot
+    and a journal of the changes flushed since.
+
+    Changed keys are tracked for the journal: a node id (str) or an edge key
+    (a canonical ``(a, b)`` tuple).
+    """
 
     name: ClassVar[str] = "networkx"
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
@@ -57,7 +101,7 @@ class NetworkXGraphStore(GraphStore):
     def __init__(self, config: StoreConfig) -> None:
         super().__init__(config)
         self._graph = nx.Graph()
-        self._file = SnapshotFile(self.path)
+        self._file: JournaledFile[str | EdgeKey] = JournaledFile(self.path, "graph")
 
     @property
     def path(self) -> Path:
@@ -72,63 +116,89 @@ class NetworkXGraphStore(GraphStore):
     async def open(self) -> None:
         if self._open:
             return
-        remove_stale_temps(self.path)
-        graph = nx.Graph()
-        if self.path.exists():
-            graph = self._load()
-        self._graph = graph
-        self._file.reset()
+        self._graph = nx.Graph()
+        try:
+            self._file.load(self._read_snapshot, self._apply_changes)
+        except BaseException:
+            self._graph = nx.Graph()
+            raise
         self._open = True
 
-    def _load(self) -> nx.Graph:
+    def _read_snapshot(self) -> int:
+        """Load the snapshot into the (empty) graph; returns its generation."""
         try:
-            text = self.path.read_bytes().decode("utf-8", "surrogatepass")
-            data = json.loads(text)
+            data = _loads(self.path.read_bytes())
             if not isinstance(data, dict) or data.get("format") != FORMAT:
                 raise ValueError(f"not a {FORMAT} file")
-            graph = nx.Graph()
+            graph = self._graph
             for node_id, props in data["nodes"]:
-                graph.add_node(node_id)
-                graph.nodes[node_id].update(props)
+                _set_node(graph, node_id, props)
             for a, b, props in data["edges"]:
-                graph.add_edge(a, b)
-                graph.edges[a, b].update(props)
+                _set_edge(graph, a, b, props)
+            return int(data.get("generation", 0))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise StoreError(
-                f"cannot read graph file {self.path}: {exc}; restore it from a backup or "
-                "delete it and re-index"
+                f"cannot read graph file {self.path}: {exc}; restore it from a backup, or "
+                f"delete it and its journal {self._file.journal.name} (if any) and re-index"
             ) from exc
-        return graph
+
+    def _apply_changes(self, payload: bytes) -> None:
+        """Replay one journal record (see the module docstring)."""
+        data = _loads(payload)
+        graph = self._graph
+        graph.remove_nodes_from(data["deleted_nodes"])  # and their edges
+        for n, props in data["nodes"]:
+            _set_node(graph, n, props)
+        graph.remove_edges_from(data["deleted_edges"])
+        for a, b, props in data["edges"]:
+            _set_edge(graph, a, b, props)
+
+    def _encode_changes(self, keys: list[str | EdgeKey]) -> bytes:
+        """A journal record of the current state of the changed nodes and edges."""
+        graph = self._graph
+        changes: dict[str, list[Any]] = {
+            "deleted_nodes": [], "nodes": [], "deleted_edges": [], "edges": []
+        }
+        for key in keys:
+            if isinstance(key, tuple):
+                if graph.has_edge(*key):
+                    changes["edges"].append([*key, graph.edges[key]])
+                else:
+                    changes["deleted_edges"].append(list(key))
+            elif key in graph:
+                changes["nodes"].append([key, graph.nodes[key]])
+            else:
+                changes["deleted_nodes"].append(key)
+        return _dumps(changes)
+
+    def _snapshot(self, generation: int) -> Writer:
+        graph = self._graph
+        payload = _dumps(
+            {
+                "format": FORMAT,
+                "generation": generation,
+                "nodes": [[n, props] for n, props in graph.nodes(data=True)],
+                "edges": [[*edge_key(a, b), props] for a, b, props in graph.edges(data=True)],
+            }
+        )
+        return lambda fh: fh.write(payload)
 
     async def flush(self) -> None:
         self._check_open()
-        await self._file.save(self._snapshot)
-
-    def _snapshot(self):
-        graph = self._graph
-        payload = json.dumps(
-            {
-                "format": FORMAT,
-                "nodes": [[n, props] for n, props in graph.nodes(data=True)],
-                "edges": [[*edge_key(a, b), props] for a, b, props in graph.edges(data=True)],
-            },
-            ensure_ascii=False,
-            allow_nan=False,
-            separators=(",", ":"),
-        ).encode("utf-8", "surrogatepass")
-        return lambda fh: fh.write(payload)
+        await self._file.save(self._encode_changes, self._snapshot)
 
     async def close(self) -> None:
         if not self._open:
             return
-        await self.flush()
+        # Fold the journal into the snapshot: once per session, it leaves one
+        # self-contained file and nothing to replay at the next open.
+        await self._file.save(self._encode_changes, self._snapshot, compact=True)
         self._open = False
         self._graph = nx.Graph()
 
     async def drop(self) -> None:
         self._check_open()
         self._graph = nx.Graph()
-        self._file.touch()
         await self._file.delete()
 
     # -- writes ----------------------------------------------------------------
@@ -144,15 +214,8 @@ class NetworkXGraphStore(GraphStore):
             for n, props in nodes.items()
         ]
         for n, props in checked:
-            if n in graph:
-                attrs = graph.nodes[n]
-                attrs.clear()
-                attrs.update(props)
-            else:
-                graph.add_node(n)
-                graph.nodes[n].update(props)
-        if checked:
-            self._file.touch()
+            _set_node(graph, n, props)
+        self._file.touch(n for n, _ in checked)
 
     async def upsert_edges(self, edges: Sequence[tuple[str, str, Mapping[str, Any]]]) -> None:
         graph = self._g()
@@ -167,27 +230,21 @@ class NetworkXGraphStore(GraphStore):
             a, b = check_node_id(a), check_node_id(b)
             checked.append((a, b, check_properties(f"edge ({a!r}, {b!r})", props)))
         for a, b, props in checked:
-            if graph.has_edge(a, b):
-                attrs = graph.edges[a, b]
-                attrs.clear()
-                attrs.update(props)
-            else:
-                graph.add_edge(a, b)  # creates missing endpoints without properties
-                graph.edges[a, b].update(props)
-        if checked:
-            self._file.touch()
+            # Missing endpoints are created without properties; a replay of the
+            # edge creates them the same way, so they need no record of their own.
+            _set_edge(graph, a, b, props)
+        self._file.touch(edge_key(a, b) for a, b, _ in checked)
 
     async def delete_nodes(self, ids: Iterable[str]) -> None:
         graph = self._g()
         if isinstance(ids, str):
             ids = [ids]
-        changed = False
         for n in ids:
             if isinstance(n, str) and n in graph:
-                graph.remove_node(n)  # removes its edges too
-                changed = True
-        if changed:
-            self._file.touch()
+                # Its edges go with it; they are changes too, so that a replay of a
+                # node deleted then re-added does not bring them back.
+                self._file.touch([n, *(edge_key(n, other) for other in graph.adj[n])])
+                graph.remove_node(n)
 
     async def delete_edges(self, pairs: Iterable[EdgeKey]) -> None:
         graph = self._g()
@@ -197,13 +254,10 @@ class NetworkXGraphStore(GraphStore):
             if ab is None:
                 raise InvalidValueError(f"edges are given as (a, b) pairs, got {pair!r}")
             checked.append(ab)
-        changed = False
         for a, b in checked:
             if isinstance(a, str) and isinstance(b, str) and graph.has_edge(a, b):
                 graph.remove_edge(a, b)
-                changed = True
-        if changed:
-            self._file.touch()
+                self._file.touch([edge_key(a, b)])
 
     # -- reads -----------------------------------------------------------------
 

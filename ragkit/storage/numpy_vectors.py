@@ -6,14 +6,28 @@ products into cosines, a row -> id list, a row -> metadata list and an
 id -> row dict. Deleted rows are only marked dead; the matrix is compacted
 when more than half of it is dead, and always when it is saved.
 
-On disk: ``<working_dir>/<workspace>/vectors/<namespace>.npz`` holding the
-vectors and a JSON header (ids, metadata, dimension) in one file, replaced
-atomically on ``flush()``/``close()`` when something changed.
+On disk, in ``<working_dir>/<workspace>/vectors/``:
+
+``<namespace>.npz``, the snapshot, replaced atomically: the ``vectors`` array
+and a ``header`` array holding the UTF-8 JSON ``{"format", "dimension",
+"generation", "ids", "metadata"}`` (files written before journals existed have
+no ``generation``: it is 0).
+
+``<namespace>.npz.journal``, the changes flushed since that snapshot: one framed
+record per ``flush()`` (framing, generations and compaction are described in
+:mod:`ragkit.storage._files`), each laid out as::
+
+    header length (uint32 LE) | header: UTF-8 JSON {"dimension", "ids", "metadata", "deleted"}
+    | the vectors of "ids", float32 LE, row-major
+
+holding the current vector and metadata of every id upserted since the previous
+flush and the ids deleted since. ``close()`` folds the journal into a new snapshot.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 import zipfile
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -31,13 +45,19 @@ from ragkit.protocols.vector import (
     rank_hits,
 )
 from ragkit.schema import JSONScalar, VectorHit, VectorRecord
-from ragkit.storage._files import SnapshotFile, remove_stale_temps
+from ragkit.storage._files import JournaledFile, Writer
 
 FORMAT = "ragkit.numpy-vectors/1"
 _TIE = 2e-6  # candidates this close to the k-th score may tie with it after rounding
 _MIN_CAPACITY = 64
 _EXTREME_HI = 1e18
 _EXTREME_LO = 1e-18
+_LENGTH = struct.Struct("<I")
+_JOURNAL_DTYPE = np.dtype("<f4")
+
+
+def _dumps(data: object) -> bytes:
+    return json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass")
 
 
 def _row_norms(matrix: np.ndarray) -> np.ndarray:
@@ -47,7 +67,8 @@ def _row_norms(matrix: np.ndarray) -> np.ndarray:
 
 
 class NumpyVectorStore(VectorStore):
-    """Exact (brute-force) cosine search; persisted to one ``.npz`` per namespace."""
+    """Exact (brute-force) cosine search; persisted to one ``.npz`` snapshot per
+    namespace and a journal of the changes (keyed by id) flushed since."""
 
     name: ClassVar[str] = "numpy"
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
@@ -56,7 +77,7 @@ class NumpyVectorStore(VectorStore):
 
     def __init__(self, config: StoreConfig) -> None:
         super().__init__(config)
-        self._file = SnapshotFile(self.path)
+        self._file: JournaledFile[str] = JournaledFile(self.path, "vector")
         self._reset_memory()
 
     @property
@@ -121,22 +142,24 @@ class NumpyVectorStore(VectorStore):
     async def open(self) -> None:
         if self._open:
             return
-        remove_stale_temps(self.path)
         self._reset_memory()
-        if self.path.exists():
-            self._load()
-        self._file.reset()
+        try:
+            self._file.load(self._read_snapshot, self._apply_changes)
+        except BaseException:
+            self._reset_memory()
+            raise
         self._open = True
 
-    def _load(self) -> None:
+    def _read_snapshot(self) -> int:
+        """Load the snapshot into the (empty) memory layout; returns its generation."""
         try:
             with np.load(self.path, allow_pickle=False) as data:
                 header = json.loads(bytes(data["header"]).decode("utf-8", "surrogatepass"))
                 vectors = np.asarray(data["vectors"], dtype=np.float32)
         except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
             raise StoreError(
-                f"cannot read vector file {self.path}: {exc}; restore it from a backup or "
-                "delete it and re-index"
+                f"cannot read vector file {self.path}: {exc}; restore it from a backup, or "
+                f"delete it and its journal {self._file.journal.name} (if any) and re-index"
             ) from exc
         dim = int(header.get("dimension", vectors.shape[1] if vectors.ndim == 2 else -1))
         if dim != self.dimension or vectors.ndim != 2 or vectors.shape[1] != self.dimension:
@@ -144,7 +167,8 @@ class NumpyVectorStore(VectorStore):
                 f"vector file {self.path} holds vectors of dimension {dim} but store "
                 f"{self.workspace}/{self.namespace} is configured for dimension "
                 f"{self.dimension}: use the same embedder (and dimension) that created it, "
-                f"or drop the store (delete {self.path}) and re-index"
+                f"or drop the store (delete {self.path} and {self._file.journal.name}) "
+                "and re-index"
             )
         ids: list[str] = header["ids"]
         metadata: list[dict[str, JSONScalar]] = header["metadata"]
@@ -161,26 +185,53 @@ class NumpyVectorStore(VectorStore):
         self._row_meta = list(metadata)
         self._index = {id_: row for row, id_ in enumerate(ids)}
         self._n = n
+        return int(header.get("generation", 0))
 
-    async def flush(self) -> None:
-        self._check_open()
-        await self._file.save(self._snapshot)
+    def _apply_changes(self, payload: bytes) -> None:
+        """Replay one journal record (see the module docstring)."""
+        (size,) = _LENGTH.unpack_from(payload)
+        end = _LENGTH.size + size
+        header = json.loads(payload[_LENGTH.size : end].decode("utf-8", "surrogatepass"))
+        vectors = np.frombuffer(payload, dtype=_JOURNAL_DTYPE, offset=end)
+        ids, metadata = header["ids"], header["metadata"]
+        if header["dimension"] != self.dimension or len(vectors) != len(ids) * self.dimension:
+            raise ValueError("a record's vectors do not match its ids and dimension")
+        if len(metadata) != len(ids):
+            raise ValueError("a record's metadata do not match its ids")
+        self._remove(header["deleted"])
+        if ids:
+            matrix = vectors.reshape(len(ids), self.dimension).astype(np.float32)
+            self._put(ids, matrix, metadata)
 
-    def _snapshot(self):
+    def _encode_changes(self, ids: list[str]) -> bytes:
+        """A journal record of the current vector and metadata of the changed ids."""
+        live = [id_ for id_ in ids if id_ in self._index]
+        rows = [self._index[id_] for id_ in live]
+        header = _dumps(
+            {
+                "dimension": self.dimension,
+                "ids": live,
+                "metadata": [self._row_meta[row] for row in rows],
+                "deleted": [id_ for id_ in ids if id_ not in self._index],
+            }
+        )
+        vectors = self._vecs[rows].astype(_JOURNAL_DTYPE, copy=False)
+        return _LENGTH.pack(len(header)) + header + vectors.tobytes()
+
+    def _snapshot(self, generation: int) -> Writer:
         """A consistent copy of the live rows and a writer for the npz file."""
         self._compact()
         n = self._n
         vectors = self._vecs[:n].copy()
-        header = json.dumps(
+        header = _dumps(
             {
                 "format": FORMAT,
                 "dimension": self.dimension,
+                "generation": generation,
                 "ids": self._row_ids[:n],
                 "metadata": self._row_meta[:n],
-            },
-            ensure_ascii=False,
-            allow_nan=False,
-        ).encode("utf-8", "surrogatepass")
+            }
+        )
         header_arr = np.frombuffer(header, dtype=np.uint8)
 
         def write(fh: BinaryIO) -> None:
@@ -188,17 +239,22 @@ class NumpyVectorStore(VectorStore):
 
         return write
 
+    async def flush(self) -> None:
+        self._check_open()
+        await self._file.save(self._encode_changes, self._snapshot)
+
     async def close(self) -> None:
         if not self._open:
             return
-        await self.flush()
+        # Fold the journal into the snapshot: once per session, it leaves one
+        # self-contained file and nothing to replay at the next open.
+        await self._file.save(self._encode_changes, self._snapshot, compact=True)
         self._open = False
         self._reset_memory()
 
     async def drop(self) -> None:
         self._check_open()
         self._reset_memory()
-        self._file.touch()
         await self._file.delete()
 
     # -- writes ----------------------------------------------------------------
@@ -214,8 +270,12 @@ class NumpyVectorStore(VectorStore):
         if checked is None:
             return
         ids, matrix, metas = checked
-        norms = _row_norms(matrix)
+        self._put(ids, matrix, metas)
+        self._file.touch(ids)
 
+    def _put(self, ids: list[str], matrix: np.ndarray, metas: list[dict[str, JSONScalar]]) -> None:
+        """Write validated rows (new ids get new rows; known ids are overwritten)."""
+        norms = _row_norms(matrix)
         rows = np.empty(len(ids), dtype=np.int64)
         new_positions = []
         for pos, id_ in enumerate(ids):
@@ -240,13 +300,16 @@ class NumpyVectorStore(VectorStore):
         self._alive[rows] = True
         for pos, row in enumerate(rows.tolist()):
             self._row_meta[row] = metas[pos]
-        self._file.touch()
 
     async def delete(self, ids: Iterable[str]) -> None:
         self._check_open()
         if isinstance(ids, str):
             ids = [ids]
-        changed = False
+        self._file.touch(self._remove(ids))
+
+    def _remove(self, ids: Iterable[str]) -> list[str]:
+        """Mark the rows of ``ids`` dead; returns the ids that were there."""
+        removed = []
         for id_ in ids:
             row = self._index.pop(id_, None) if isinstance(id_, str) else None
             if row is None:
@@ -255,11 +318,10 @@ class NumpyVectorStore(VectorStore):
             self._row_ids[row] = None
             self._row_meta[row] = None
             self._dead += 1
-            changed = True
-        if changed:
-            self._file.touch()
-            if self._dead > 1024 and self._dead * 2 > self._n:
-                self._compact()
+            removed.append(id_)
+        if self._dead > 1024 and self._dead * 2 > self._n:
+            self._compact()
+        return removed
 
     # -- reads -----------------------------------------------------------------
 
