@@ -166,6 +166,14 @@ def latency_summary(seconds: Sequence[float]) -> dict[str, float]:
     }
 
 
+def latencies(rows: Sequence[dict]) -> dict[str, dict[str, float]]:
+    """A mode's query latency, and the framework's own part of it: without the
+    time spent inside the embedder (the same model for both systems)."""
+    return {"latency": latency_summary([r["seconds"] for r in rows]),
+            "framework_latency": latency_summary([r["seconds"] - r["embed_seconds"] for r in rows]),
+            "embedding_latency": latency_summary([r["embed_seconds"] for r in rows])}
+
+
 def read_json(path: Path | str) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 

@@ -38,7 +38,7 @@ from _shared import (  # noqa: E402
     SimulatedLatency,
     hash_embed,
     index_dir,
-    latency_summary,
+    latencies,
     peak_rss_mib,
     read_json,
     squash,
@@ -178,6 +178,7 @@ class CountingEmbedder:
         self.inner = inner
         self.texts = 0
         self.calls = 0
+        self.seconds = 0.0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -185,7 +186,11 @@ class CountingEmbedder:
     async def embed(self, texts):
         self.texts += len(texts)
         self.calls += 1
-        return await self.inner.embed(texts)
+        started = time.perf_counter()
+        try:
+            return await self.inner.embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - started
 
 
 def make_rag(working_dir: Path, llm: Any, embedder: Any, args: argparse.Namespace, **settings: Any):
@@ -218,18 +223,21 @@ def query_param(mode: str, q: dict, args: argparse.Namespace):
     )
 
 
-async def query_all(rag: Any, questions: list[dict], args: argparse.Namespace, modes: list[str]) -> dict:
+async def query_all(rag: Any, questions: list[dict], args: argparse.Namespace, modes: list[str],
+                    embedder: CountingEmbedder) -> dict:
     out: dict[str, Any] = {}
     for mode in modes:
         rows = []
         for q in questions:
-            t0 = time.perf_counter()
+            e0, t0 = embedder.seconds, time.perf_counter()
             result = await rag.aquery(q["question"], query_param(mode, q, args))
             seconds = time.perf_counter() - t0
             rows.append({"id": q["id"], "chunks": [c["content"] for c in result.chunks], "seconds": seconds,
-                         "context_tokens": result.metadata["tokens"]["context"],
+                         "embed_seconds": embedder.seconds - e0,
+                         # counted as LightRAG's worker counts its context: the whole text, same encoding
+                         "context_tokens": rag.tokenizer.count(result.context),
                          "stages": result.metadata.get("timings", {})})
-        out[mode] = {"questions": rows, "latency": latency_summary([r["seconds"] for r in rows])}
+        out[mode] = {"questions": rows, **latencies(rows)}
     return out
 
 
@@ -253,11 +261,11 @@ async def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             report = await rag.indexer().insert(docs)
             index_s = None if indexed else time.perf_counter() - t0
             embedded = {"texts": embedder.texts, "calls": embedder.calls}
-            modes = await query_all(rag, questions, args, args.modes.split(","))
+            modes = await query_all(rag, questions, args, args.modes.split(","), embedder)
             if args.variants:  # the graph modes again on the same index, graph chunks by similarity
                 args.chunk_ranking = "similarity"
                 graph_modes = [m for m in args.modes.split(",") if m != "naive"]
-                more = await query_all(rag, questions, args, graph_modes)
+                more = await query_all(rag, questions, args, graph_modes, embedder)
                 modes.update({f"{m}/similarity": v for m, v in more.items()})
     return {
         "system": "ragkit", "version": _version(), "documents": len(passages),
@@ -307,13 +315,14 @@ async def run_scale(args: argparse.Namespace) -> dict[str, Any]:
     rss_before = peak_rss_mib()
     settings = json.loads(args.backend_settings) if args.backend_settings else {}
     with tempfile.TemporaryDirectory(prefix="ragkit-scale-") as tmp:
-        rag = make_rag(Path(tmp), llm, "hash", args, **settings)
+        embedder = CountingEmbedder(BenchHashEmbedder(args.dimension))
+        rag = make_rag(Path(tmp), llm, embedder, args, **settings)
         async with rag:
             t0, cpu0 = time.perf_counter(), time.process_time()
             report = await rag.indexer().insert([Document.from_text(t) for t in passages])
             wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
             rss_indexed = peak_rss_mib()
-            modes = await query_all(rag, questions, args, MODES)
+            modes = await query_all(rag, questions, args, MODES, embedder)
         disk = sum(f.stat().st_size for f in Path(tmp).rglob("*") if f.is_file())
     for mode in modes.values():  # keep the report small: latency only
         mode.pop("questions")
@@ -349,6 +358,8 @@ def score(args: argparse.Namespace) -> None:
             "context_tokens_mean": round(statistics.mean(r["context_tokens"] for r in data["questions"])),
             "chunks_mean": round(statistics.mean(len(r["chunks"]) for r in data["questions"]), 1),
             **data["latency"],
+            **{f"framework_{k}": v for k, v in data.get("framework_latency", {}).items()},
+            **{f"embedding_{k}": v for k, v in data.get("embedding_latency", {}).items()},
         }
     write_json(args.out, table)
 

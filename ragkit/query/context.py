@@ -110,6 +110,7 @@ class _Builder:
         self.give_back = 0
         self._counts: dict[str, int] = {}
         self._plain: dict[int, int] = {}
+        self._lines: dict[int, str] = {}
         self.tokenizer_name = _tokenizer_name(tokenizer)
 
     def count(self, line: str) -> int:
@@ -122,15 +123,21 @@ class _Builder:
     def plain_tokens(self, item: EntityItem | RelationItem | ChunkItem) -> int:
         """Tokens of an item's line without refs (a chunk's with reference 0),
         rendered and encoded once per build: every pass needs them."""
-        key = id(item)  # items outlive the build; ids stay unique meanwhile
+        key = id(item)
         if key not in self._plain:
-            if isinstance(item, ChunkItem):
-                line, stored = _chunk_line(item, 0), item.line_tokens
-            else:
-                line, stored = _line(item, []), item.props.get(LINE_TOKENS)
+            line = self.plain_line(item)
+            stored = item.line_tokens if isinstance(item, ChunkItem) else item.props.get(LINE_TOKENS)
             count = stored_count(stored, self.tokenizer_name, line)
             self._plain[key] = self.tok.count(line) if count is None else count
         return self._plain[key]
+
+    def plain_line(self, item: EntityItem | RelationItem | ChunkItem) -> str:
+        """An item's line without refs (a chunk's with reference 0), rendered once
+        per build; the shown line only adds its refs or reference number to it."""
+        key = id(item)  # items outlive the build; ids stay unique meanwhile
+        if key not in self._lines:
+            self._lines[key] = _chunk_line(item, 0) if isinstance(item, ChunkItem) else _line(item, [])
+        return self._lines[key]
 
     def prefix(self, items: list, header: str, limit: int) -> list:
         kept, used = [], self.count(header) + 1
@@ -180,9 +187,11 @@ class _Builder:
             chunk.supports = cited_by.get(chunk.id, [])
             chunk.support = len(chunk.supports)
         sections = {
-            "entities": [ENTITY_HEADER, *(_entity_line(e, cited(e)) for e in ents)] if ents else [],
-            "relations": [RELATION_HEADER, *(_relation_line(r, cited(r)) for r in rels)] if rels else [],
-            "chunks": [CHUNK_HEADER, *(_chunk_line(c, c.reference) for c in chunks)] if chunks else [],
+            "entities": [ENTITY_HEADER, *(_with_refs(self.plain_line(e), cited(e)) for e in ents)] if ents else [],
+            "relations": [RELATION_HEADER, *(_with_refs(self.plain_line(r), cited(r)) for r in rels)]
+            if rels else [],
+            "chunks": [CHUNK_HEADER, *(_with_reference(self.plain_line(c), c.reference) for c in chunks)]
+            if chunks else [],
         }
         references = []
         for doc_id, number in refs.items():
@@ -325,6 +334,19 @@ def _tokenizer_name(tokenizer: Tokenizer) -> str:
 
 def _crc(line: str) -> str:
     return f"{zlib.crc32(line.encode('utf-8', 'surrogatepass')):08x}"
+
+
+def _with_refs(plain: str, refs: list[int]) -> str:
+    """``_line(item, refs)`` from ``_line(item, [])``: the refs are the row's last key."""
+    return f"{plain[:-1]}, \"refs\": {json.dumps(refs)}}}" if refs else plain
+
+
+_REF0 = '{"ref": 0, '
+
+
+def _with_reference(plain: str, reference: int) -> str:
+    """``_chunk_line(chunk, reference)`` from ``_chunk_line(chunk, 0)``."""
+    return f'{{"ref": {reference}, {plain[len(_REF0):]}'
 
 
 def _chunk_line(chunk: ChunkItem, reference: int) -> str:

@@ -275,3 +275,19 @@ async def test_chunk_lines_are_counted_when_indexed_not_when_queried(workdir, qu
         recount = await rag.aquery(questions[0]["question"], param)
         assert recount.metadata["tokens"] == plain.metadata["tokens"]
         assert len([t for t in recording.texts if t.startswith('{"ref"')]) >= len(result.chunks)
+
+
+def test_shown_lines_are_the_plain_lines_plus_refs():
+    from ragkit.query.context import _chunk_line, _line, _with_reference, _with_refs
+    from ragkit.query.items import ChunkItem, EntityItem, RelationItem
+
+    entity = EntityItem({"name": 'A "quoted" name', "type": "person", "description": "Line one.\nLine two ü."}, "s",
+                        key="a")
+    relation = RelationItem({"source": "A", "target": "B", "keywords": "k", "description": "d}"}, "s", key=("a", "b"))
+    for item in (entity, relation):
+        for refs in ([], [3], [1, 2, 10]):
+            assert _with_refs(_line(item, []), refs) == _line(item, refs)
+            json.loads(_line(item, refs))
+    chunk = ChunkItem("c", '{"ref": 0, "content": 1}\n"x"', "d", None, "chunk_vectors")
+    for n in (1, 9, 123):
+        assert _with_reference(_chunk_line(chunk, 0), n) == _chunk_line(chunk, n)

@@ -195,3 +195,22 @@ async def test_minilm_ranks_cat_feline_above_cat_revenue():
 
     cat, feline, revenue = await SentenceTransformerEmbedder().embed(["cat", "feline", "revenue"])
     assert float(cat @ feline) > float(cat @ revenue) + 0.1
+
+
+async def test_a_query_sized_call_runs_on_small_batch_threads_and_restores_torch():
+    import torch
+
+    embedder = SentenceTransformerEmbedder()
+    model = embedder._loaded().model
+    seen: list[int] = []
+    hook = model.register_forward_pre_hook(lambda module, args: seen.append(torch.get_num_threads()))
+    before = torch.get_num_threads()
+    try:
+        one = await embedder.embed(["Who founded the publisher of Climate Dynamics?"])
+        many = await embedder.embed([f"passage number {i}" for i in range(9)])  # above SMALL_BATCH
+        kept = await SentenceTransformerEmbedder({"small_batch_threads": None}).embed(
+            ["Who founded the publisher of Climate Dynamics?"])
+    finally:
+        hook.remove()
+    assert seen == [1, before, before] and torch.get_num_threads() == before
+    assert np.allclose(one, kept, atol=1e-5, rtol=0)
