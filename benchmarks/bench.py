@@ -22,6 +22,7 @@ See benchmarks/README.md for what each figure means.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -77,6 +78,60 @@ class Runner:
             raise SystemExit(f"[bench] {name} failed (exit {code}); see {self.log}")
         print(f"[bench] {name}: {seconds:.1f} s", flush=True)
         return seconds
+
+
+SERVER_PORTS = {"RAGKIT_REDIS_PORT": "6479", "RAGKIT_BOLT_PORT": "7787", "RAGKIT_BOLT_REDIS_PORT": "6490"}
+CHROMA_PORT = "8100"
+"""The benchmark's own servers, on ports of their own so that they never meet CI's or a developer's."""
+
+
+@contextlib.contextmanager
+def bench_servers(work: Path):
+    """Redis (KV, doc status), a Chroma server (vectors) and the Bolt server
+    (graph) on loopback, started with the plugins' scripts and always stopped;
+    yields the ``--backend-settings`` of the scale run on them."""
+    env = {**os.environ, **SERVER_PORTS, "RAGKIT_REDIS_DIR": str(work / "redis"),
+           "RAGKIT_BOLT_DIR": str(work / "bolt")}
+    redis, bolt = ROOT / "plugins/ragkit-redis/scripts/redis-server", ROOT / "plugins/ragkit-neo4j/scripts/bolt-server"
+    chroma = [str(RK_PY), str(ROOT / "plugins/ragkit-chroma/scripts/chroma-server")]
+    commands = [([str(redis)], []), ([str(bolt)], []), (chroma, ["--port", CHROMA_PORT])]
+    try:
+        for cmd, extra in commands:
+            subprocess.run([*cmd, "start", *extra], env=env, check=True, stdout=subprocess.DEVNULL)
+        redis_url = f"redis://127.0.0.1:{SERVER_PORTS['RAGKIT_REDIS_PORT']}/0"
+        yield [
+            "--backend-settings", json.dumps({
+                "kv": {"name": "redis", "options": {"url": redis_url}},
+                "doc_status": {"name": "redis", "options": {"url": redis_url}},
+                "vector": {"name": "chroma-http", "options": {"host": "127.0.0.1", "port": int(CHROMA_PORT)}},
+                # The stand-in's index trims whitespace from ids, so the adapter does not index there
+                # by default; graph keys are normalised names (never padded), so it is safe here and
+                # spares a label scan per lookup, as a real Neo4j's constraint would.
+                "graph": {"name": "neo4j", "options": {"uri": f"bolt://127.0.0.1:{SERVER_PORTS['RAGKIT_BOLT_PORT']}",
+                                                       "indexes": "create"}},
+            }),
+        ]
+    finally:
+        for cmd, extra in reversed(commands):
+            subprocess.run([*cmd, "stop", *extra], env=env, check=False, stdout=subprocess.DEVNULL)
+
+
+def scale_runs(r: Runner, rk: list, inputs: Path, work: Path, factors: list[int], backend: str,
+               settings: list[str], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One child process per factor; stops at the first that fails or runs out of time."""
+    out_rows = []
+    for factor in factors:
+        out = work / f"rk_scale_{backend}_{factor}.json"
+        cmd = rk + ["scale", "--inputs", inputs, "--out", out, "--factor", str(factor), "--backend", backend]
+        try:
+            r.run(f"scale x{factor}: ragkit, {backend} stores",
+                  cmd + settings + ["--workspace", f"bench-x{factor}"] + budgets(args),
+                  timeout=args.scale_timeout or None)
+            out_rows.append(read_json(out))
+        except SystemExit as exc:  # report what fitted; say what did not
+            out_rows.append({"factor": factor, "backend": backend, "failed": str(exc)})
+            break
+    return out_rows
 
 
 def machine() -> dict[str, Any]:
@@ -178,16 +233,18 @@ def smoke_problems(res: dict[str, Any], md: Path) -> list[str]:
             for field in ("wall_s", "llm_calls_total", "input_tokens", "output_tokens", "peak_rss_mib",
                           "chunks_per_s") + (("efficiency",) if key == "latency" else ()):
                 num(f"throughput {key} {system}", x, field)
-    scale = {x.get("factor"): x for x in res.get("scale", [])}
-    for factor in res["settings"]["scales"]:
-        x = scale.get(factor)
+    scale = {(x.get("backend", "embedded"), x.get("factor")): x for x in res.get("scale", [])}
+    wanted = [("embedded", f) for f in res["settings"]["scales"]]
+    wanted += [("servers", f) for f in res["settings"].get("server_scales", [])]
+    for backend, factor in wanted:
+        x, what = scale.get((backend, factor)), f"scale {backend} x{factor}"
         if x is None or "failed" in x:
-            problems.append(f"scale x{factor}: " + (x["failed"].removeprefix("[bench] ") if x else "no entry"))
+            problems.append(f"{what}: " + (x["failed"].removeprefix("[bench] ") if x else "no entry"))
             continue
-        for field in ("docs", "index_s", "peak_rss_mib", "disk_mib"):
-            num(f"scale x{factor}", x, field)
+        for field in ("docs", "index_s", "peak_rss_mib") + (("disk_mib",) if backend == "embedded" else ()):
+            num(what, x, field)
         for m in modes:
-            num(f"scale x{factor} {m}", x.get("modes", {}).get(m, {}).get("latency", {}), "p50_ms")
+            num(f"{what} {m}", x.get("modes", {}).get(m, {}).get("latency", {}), "p50_ms")
     text = md.read_text(encoding="utf-8") if md.is_file() else ""
     if not text.strip():
         return problems + [f"report: {md} is missing or empty"]
@@ -223,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--gleaning", type=int, default=1, choices=[0, 1])
     p.add_argument("--scale", default=None, help="corpus multiples for the scale run (default 1,10,50)")
+    p.add_argument("--scale-servers", default=None,
+                   help="corpus multiples for the scale run on the server backends (default 1,2,5; quick, smoke: 1)")
     p.add_argument("--scale-timeout", type=float, default=None,
                    help="seconds one scale factor may take before it is stopped and reported as such "
                         "(1800; --smoke 600; 0: none)")
@@ -244,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     args.latency = pick(args.latency, 0.2, 0.2, 0.05)
     args.jitter = pick(args.jitter, 0.05, 0.05, 0.01)
     scales = [int(x) for x in pick(args.scale, "1,10,50", "1,3", "1,2").split(",") if x]
+    server_scales = [int(x) for x in pick(args.scale_servers, "1,2,5", "1", "1").split(",") if x]
     args.scale_timeout = pick(args.scale_timeout, 1800, 1800, 600)
     parts = set(args.only.split(","))
     started = time.perf_counter()
@@ -277,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                         "max_total_tokens": args.max_total_tokens},
             "lightrag_quality_batch": batch, "throughput_prefix": prefix, "latency_s": args.latency,
             "jitter_s": args.jitter, "concurrency": args.concurrency, "gleaning": args.gleaning, "scales": scales,
+            "server_scales": server_scales,
         },
     }
 
@@ -320,17 +381,9 @@ def main(argv: list[str] | None = None) -> int:
         result["throughput"] = t
 
     if "scale" in parts:
-        s = []
-        for factor in scales:
-            out = work / f"rk_scale_{factor}.json"
-            try:
-                r.run(f"scale x{factor}: ragkit, embedded stores",
-                      rk + ["scale", "--inputs", inputs, "--out", out, "--factor", str(factor)] + budgets(args),
-                      timeout=args.scale_timeout or None)
-                s.append(read_json(out))
-            except SystemExit as exc:  # report what fitted; say what did not
-                s.append({"factor": factor, "failed": str(exc)})
-                break
+        s = scale_runs(r, rk, inputs, work, scales, "embedded", [], args)
+        with bench_servers(work) as backend_settings:
+            s += scale_runs(r, rk, inputs, work, server_scales, "servers", backend_settings, args)
         result["scale"] = s
 
     result["steps"] = r.steps

@@ -314,6 +314,8 @@ async def run_scale(args: argparse.Namespace) -> dict[str, Any]:
     llm = BenchLLM(ScaledReplay(), SimulatedLatency(0.0, 0.0, 0))
     rss_before = peak_rss_mib()
     settings = json.loads(args.backend_settings) if args.backend_settings else {}
+    if args.workspace:
+        settings["workspace"] = args.workspace
     with tempfile.TemporaryDirectory(prefix="ragkit-scale-") as tmp:
         embedder = CountingEmbedder(BenchHashEmbedder(args.dimension))
         rag = make_rag(Path(tmp), llm, embedder, args, **settings)
@@ -400,6 +402,7 @@ def main() -> int:
     p.add_argument("--factor", type=int, default=1)
     p.add_argument("--backend", default="embedded")
     p.add_argument("--backend-settings", default="", help="JSON: Settings sections for the scale run")
+    p.add_argument("--workspace", default="", help="scale: the workspace (on shared servers, one per run)")
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--workdir", help="quality: keep the index here and reuse it on the next run")
     p.add_argument("--variants", action="store_true",

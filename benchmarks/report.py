@@ -269,27 +269,31 @@ def scale_section(res: dict, lines: list[str]) -> None:
     if not s:
         return
     lines += [
-        "## 4. Scale (ragkit, embedded default stores)",
+        "## 4. Scale (ragkit, embedded default stores and server backends)",
         "",
         "Synthetic expansion ×N: copy k (1 ≤ k < N) of every passage is the passage under the title line "
         "`\"{title} [copy k]\"`, and its replayed extraction is the recorded one with every entity name suffixed "
         "`\" [k]\"` (in names, relation endpoints and descriptions), so each copy adds its own nodes and edges and "
         "the graph grows N-fold with the same shape. Zero-latency replay LLM, feature-hashing embedder, "
         "one document per passage; the same questions and keywords as in part 1 (the originals are copy 0). "
-        "Query p50 in ms.",
+        "Backends: `embedded` is SQLite (KV, doc status), numpy (vectors) and NetworkX (graph) in the working "
+        "folder; `servers` is Redis (KV, doc status), a Chroma server (vectors) and the Bolt server (graph, "
+        "FalkorDB standing in for Neo4j), all on loopback, started by the harness. Peak RSS is ragkit's own "
+        "process (the servers' memory is not included). Query p50 in ms.",
         "",
     ]
     rows, notes = [], []
     for x in s:
+        backend = x.get("backend", "embedded")
         if "failed" in x:
-            rows.append([f"×{x['factor']}", "not finished (below)"] + ["-"] * 9)
-            notes.append(f"×{x['factor']}: {x['failed']}.")
+            rows.append([backend, f"×{x['factor']}", "not finished (below)"] + ["-"] * 9)
+            notes.append(f"{backend} ×{x['factor']}: {x['failed']}.")
             continue
         m = x["modes"]
-        rows.append([f"×{x['factor']}", fmt(x["docs"]), fmt(x["index_s"], 1), fmt(x["chunks_per_s"], 1),
-                     fmt(x["peak_rss_mib"], 0), fmt(x["disk_mib"], 0)]
+        rows.append([backend, f"×{x['factor']}", fmt(x["docs"]), fmt(x["index_s"], 1), fmt(x["chunks_per_s"], 1),
+                     fmt(x["peak_rss_mib"], 0), fmt(x["disk_mib"], 0) if backend == "embedded" else "on the servers"]
                     + [fmt(m[k]["latency"]["p50_ms"], 1) for k in MODES])
-    lines += table(["corpus", "passages", "index (s)", "chunks/s", "peak RSS (MiB)", "disk (MiB)"]
+    lines += table(["backend", "corpus", "passages", "index (s)", "chunks/s", "peak RSS (MiB)", "disk (MiB)"]
                    + [f"{k} p50" for k in MODES], rows)
     lines += [""] + notes + (["" ] if notes else [])
     lines += ["![scale](benchmarks/scale.png)", ""]
@@ -344,20 +348,26 @@ def plots(res: dict, out_dir: Path) -> None:
         fig.tight_layout()
         fig.savefig(out_dir / "throughput.png", dpi=110)
         plt.close(fig)
-    s = [x for x in res.get("scale") or [] if "failed" not in x]
-    if s:
+    done = [x for x in res.get("scale") or [] if "failed" not in x]
+    if done:
         fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
-        f = [x["factor"] for x in s]
-        axes[0].plot(f, [x["index_s"] for x in s], "o-", label="measured")
-        axes[0].plot(f, [s[0]["index_s"] * x / f[0] for x in f], "--", color="grey", label="linear from the first")
+        for backend, style in (("embedded", "-"), ("servers", ":")):
+            s = [x for x in done if x.get("backend", "embedded") == backend]
+            if not s:
+                continue
+            f = [x["factor"] for x in s]
+            axes[0].plot(f, [x["index_s"] for x in s], "o" + style, label=f"{backend}")
+            axes[0].plot(f, [s[0]["index_s"] * x / f[0] for x in f], "--", color="grey", linewidth=0.8)
+            axes[1].plot(f, [x["peak_rss_mib"] for x in s], "o" + style, label=backend)
+            for m in MODES:
+                axes[2].plot(f, [x["modes"][m]["latency"]["p50_ms"] for x in s], "o" + style,
+                             label=f"{m} ({backend})")
+        axes[0].set_title("index wall (s); grey: linear from ×1")
         axes[0].legend(fontsize=7)
-        axes[0].set_title("index wall (s)")
-        axes[1].plot(f, [x["peak_rss_mib"] for x in s], "o-")
         axes[1].set_title("peak RSS (MiB)")
-        for m in MODES:
-            axes[2].plot(f, [x["modes"][m]["latency"]["p50_ms"] for x in s], "o-", label=m)
+        axes[1].legend(fontsize=7)
         axes[2].set_title("query p50 (ms)")
-        axes[2].legend(fontsize=7)
+        axes[2].legend(fontsize=6)
         for ax in axes:
             ax.set_xlabel("corpus multiple")
             ax.set_xscale("log")
