@@ -47,7 +47,7 @@ from ragkit.pipeline.graph_update import Changes, GraphUpdater, Pair, embed_all
 from ragkit.pipeline.index import chunk_meta, chunk_record
 from ragkit.pipeline.merge import entity_key, relation_key
 from ragkit.pipeline.stores import Stores
-from ragkit.query.context import public_properties
+from ragkit.query.lines import public_properties
 from ragkit.schema import Chunk, DocStatus, DocStatusRecord, Entity, Relation
 
 MANUAL_DOC = "manual"

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from ragkit.errors import ExportError
 from ragkit.pipeline.stores import Stores
-from ragkit.query.context import public_properties
+from ragkit.query.lines import public_properties
 from ragkit.schema import Edge, Node
 
 Format = Literal["json", "graphml", "csv"]

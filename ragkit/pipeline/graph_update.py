@@ -19,7 +19,7 @@ from ragkit.pipeline.extract import ChunkExtraction
 from ragkit.pipeline.merge import Fragment, Merger, entity_key, relation_key
 from ragkit.pipeline.stores import Stores
 from ragkit.protocols import Embedder
-from ragkit.query.context import LINE_TOKENS, entity_line_count, relation_line_count
+from ragkit.query.lines import LINE_TOKENS, entity_line_count, relation_line_count
 
 Pair = tuple[str, str]
 

@@ -25,7 +25,7 @@ from ragkit.pipeline.llm_cache import CachedLLM
 from ragkit.pipeline.merge import Merger
 from ragkit.pipeline.stores import Stores
 from ragkit.protocols import Embedder, Tokenizer
-from ragkit.query.context import LINE_TOKENS, chunk_line_count
+from ragkit.query.lines import LINE_TOKENS, chunk_line_count
 from ragkit.schema import Chunk, DocStatus, DocStatusRecord, Document, utcnow
 
 __all__ = ["IndexConfig", "IndexReport", "Indexer", "Progress"]

@@ -23,12 +23,20 @@ share it.
 from __future__ import annotations
 
 import json
-import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
 from ragkit.protocols import Tokenizer
 from ragkit.query.items import ChunkItem, EntityItem, RelationItem
+from ragkit.query.lines import (
+    LINE_TOKENS,
+    chunk_line,
+    item_line,
+    stored_count,
+    tokenizer_name,
+    with_reference,
+    with_refs,
+)
 
 ENTITY_HEADER = "-----Entities (knowledge graph)-----"
 RELATION_HEADER = "-----Relations (knowledge graph)-----"
@@ -111,7 +119,7 @@ class _Builder:
         self._counts: dict[str, int] = {}
         self._plain: dict[int, int] = {}
         self._lines: dict[int, str] = {}
-        self.tokenizer_name = _tokenizer_name(tokenizer)
+        self.tokenizer_name = tokenizer_name(tokenizer)
 
     def count(self, line: str) -> int:
         """Token count of one rendered line, each line encoded once: choosing and
@@ -136,7 +144,7 @@ class _Builder:
         per build; the shown line only adds its refs or reference number to it."""
         key = id(item)  # items outlive the build; ids stay unique meanwhile
         if key not in self._lines:
-            self._lines[key] = _chunk_line(item, 0) if isinstance(item, ChunkItem) else _line(item, [])
+            self._lines[key] = chunk_line(item, 0) if isinstance(item, ChunkItem) else item_line(item, [])
         return self._lines[key]
 
     def prefix(self, items: list, header: str, limit: int) -> list:
@@ -187,10 +195,10 @@ class _Builder:
             chunk.supports = cited_by.get(chunk.id, [])
             chunk.support = len(chunk.supports)
         sections = {
-            "entities": [ENTITY_HEADER, *(_with_refs(self.plain_line(e), cited(e)) for e in ents)] if ents else [],
-            "relations": [RELATION_HEADER, *(_with_refs(self.plain_line(r), cited(r)) for r in rels)]
+            "entities": [ENTITY_HEADER, *(with_refs(self.plain_line(e), cited(e)) for e in ents)] if ents else [],
+            "relations": [RELATION_HEADER, *(with_refs(self.plain_line(r), cited(r)) for r in rels)]
             if rels else [],
-            "chunks": [CHUNK_HEADER, *(_with_reference(self.plain_line(c), c.reference) for c in chunks)]
+            "chunks": [CHUNK_HEADER, *(with_reference(self.plain_line(c), c.reference) for c in chunks)]
             if chunks else [],
         }
         references = []
@@ -262,96 +270,3 @@ def _interleave(entities: list[EntityItem], relations: list[RelationItem]) -> li
 
 def _name(item) -> str:
     return item.key if isinstance(item, EntityItem) else " - ".join(item.key)
-
-
-def _line(item, refs: list[int]) -> str:
-    return _entity_line(item, refs) if isinstance(item, EntityItem) else _relation_line(item, refs)
-
-
-def _entity_line(item: EntityItem, refs: list[int]) -> str:
-    p = item.props
-    row = {"entity": p.get("name", item.key), "type": p.get("type", ""), "description": p.get("description", "")}
-    if refs:
-        row["refs"] = refs
-    return json.dumps(row, ensure_ascii=False)
-
-
-def _relation_line(item: RelationItem, refs: list[int]) -> str:
-    p = item.props
-    row = {
-        "entity1": p.get("source", item.key[0]),
-        "entity2": p.get("target", item.key[1]),
-        "keywords": p.get("keywords", ""),
-        "description": p.get("description", ""),
-    }
-    if refs:
-        row["refs"] = refs
-    return json.dumps(row, ensure_ascii=False)
-
-
-LINE_TOKENS = "line_tokens"
-"""The property (of nodes, edges and chunk records) holding a stored :func:`line_count`."""
-
-
-def public_properties(props: dict) -> dict:
-    """Properties without the stored line counts: bookkeeping, not data to show or export."""
-    return {k: v for k, v in props.items() if k != LINE_TOKENS}
-
-
-def line_count(tokenizer: Tokenizer, line: str) -> str:
-    """A context line's token count, to store with what it renders (a chunk
-    record, a node's or edge's properties) when indexing, so that queries do not
-    encode the same text again: ``"<tokenizer>|<crc32 of the line>|<tokens>"``.
-    A query trusts it only for the same tokenizer and the very same line, so an
-    edited description or a changed line format is simply counted afresh."""
-    return f"{_tokenizer_name(tokenizer)}|{_crc(line)}|{tokenizer.count(line)}"
-
-
-def stored_count(stored: object, tokenizer_name: str, line: str) -> int | None:
-    if not isinstance(stored, str):
-        return None
-    parts = stored.rsplit("|", 2)
-    if len(parts) != 3 or parts[0] != tokenizer_name or parts[1] != _crc(line) or not parts[2].isdigit():
-        return None
-    return int(parts[2])
-
-
-def chunk_line_count(tokenizer: Tokenizer, content: str) -> str:
-    return line_count(tokenizer, _chunk_text(content, 0))
-
-
-def entity_line_count(tokenizer: Tokenizer, key: str, props: dict) -> str:
-    return line_count(tokenizer, _entity_line(EntityItem(props, "", key=key), []))
-
-
-def relation_line_count(tokenizer: Tokenizer, key: tuple[str, str], props: dict) -> str:
-    return line_count(tokenizer, _relation_line(RelationItem(props, "", key=key), []))
-
-
-def _tokenizer_name(tokenizer: Tokenizer) -> str:
-    return str(getattr(tokenizer, "name", type(tokenizer).__name__))
-
-
-def _crc(line: str) -> str:
-    return f"{zlib.crc32(line.encode('utf-8', 'surrogatepass')):08x}"
-
-
-def _with_refs(plain: str, refs: list[int]) -> str:
-    """``_line(item, refs)`` from ``_line(item, [])``: the refs are the row's last key."""
-    return f"{plain[:-1]}, \"refs\": {json.dumps(refs)}}}" if refs else plain
-
-
-_REF0 = '{"ref": 0, '
-
-
-def _with_reference(plain: str, reference: int) -> str:
-    """``_chunk_line(chunk, reference)`` from ``_chunk_line(chunk, 0)``."""
-    return f'{{"ref": {reference}, {plain[len(_REF0):]}'
-
-
-def _chunk_line(chunk: ChunkItem, reference: int) -> str:
-    return _chunk_text(chunk.content, reference)
-
-
-def _chunk_text(content: str, reference: int) -> str:
-    return json.dumps({"ref": reference, "content": content}, ensure_ascii=False)

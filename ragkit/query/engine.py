@@ -19,7 +19,8 @@ from ragkit.pipeline.merge import MergeConfig, Merger
 from ragkit.pipeline.stores import Stores
 from ragkit.protocols import ChatRequest, Embedder, Reranker, Tokenizer
 from ragkit.query.answer import build_answer_request, build_bypass_request
-from ragkit.query.context import Budget, Context, build_context, public_properties, rank_graph_chunks
+from ragkit.query.context import Budget, Context, build_context, rank_graph_chunks
+from ragkit.query.lines import public_properties
 from ragkit.query.items import ChunkItem, EntityItem, RelationItem, round_robin
 from ragkit.query.keywords import Keywords, extract_keywords
 from ragkit.query.scope import Restrictor, resolve_scope

@@ -21,7 +21,7 @@ from ragkit.pipeline.check import check
 from ragkit.pipeline.edit import CustomKG, GraphEditor
 from ragkit.pipeline.graph_update import Changes
 from ragkit.pipeline.index import IndexConfig
-from ragkit.query.context import public_properties
+from ragkit.query.lines import public_properties
 from ragkit.rag import RAG
 from ragkit.schema import Document
 from ragkit.settings import Settings

@@ -20,7 +20,7 @@ from ragkit.cli.main import main
 from ragkit.errors import ExportError
 from ragkit.pipeline.export import LIST_SEPARATOR, resolve_format
 from ragkit.pipeline.index import IndexConfig
-from ragkit.query.context import public_properties
+from ragkit.query.lines import public_properties
 from ragkit.rag import RAG
 from ragkit.schema import Document
 from ragkit.settings import Settings, load_settings

@@ -278,7 +278,7 @@ async def test_chunk_lines_are_counted_when_indexed_not_when_queried(workdir, qu
 
 
 def test_shown_lines_are_the_plain_lines_plus_refs():
-    from ragkit.query.context import _chunk_line, _line, _with_reference, _with_refs
+    from ragkit.query.lines import chunk_line, item_line, with_reference, with_refs
     from ragkit.query.items import ChunkItem, EntityItem, RelationItem
 
     entity = EntityItem({"name": 'A "quoted" name', "type": "person", "description": "Line one.\nLine two ü."}, "s",
@@ -286,8 +286,8 @@ def test_shown_lines_are_the_plain_lines_plus_refs():
     relation = RelationItem({"source": "A", "target": "B", "keywords": "k", "description": "d}"}, "s", key=("a", "b"))
     for item in (entity, relation):
         for refs in ([], [3], [1, 2, 10]):
-            assert _with_refs(_line(item, []), refs) == _line(item, refs)
-            json.loads(_line(item, refs))
+            assert with_refs(item_line(item, []), refs) == item_line(item, refs)
+            json.loads(item_line(item, refs))
     chunk = ChunkItem("c", '{"ref": 0, "content": 1}\n"x"', "d", None, "chunk_vectors")
     for n in (1, 9, 123):
-        assert _with_reference(_chunk_line(chunk, 0), n) == _chunk_line(chunk, n)
+        assert with_reference(chunk_line(chunk, 0), n) == chunk_line(chunk, n)
