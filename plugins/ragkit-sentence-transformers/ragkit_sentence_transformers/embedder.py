@@ -52,9 +52,9 @@ class SentenceTransformerOptions(BaseModel):
     """L2-normalise every vector (models ending in a Normalize module always are)."""
     max_seq_length: int | None = Field(default=None, ge=1)
     """Truncate texts to this many tokens (default: the model's own limit)."""
-    small_batch_threads: int | None = Field(default=1, ge=1)
+    small_batch_threads: int = Field(default=1, ge=0)
     """Torch threads for calls of at most ``SMALL_BATCH`` texts on CPU (a query's
-    question and keywords); ``None`` keeps torch's setting. Waking a thread pool
+    question and keywords); 0 keeps torch's setting. Waking a thread pool
     for every operator costs more than it saves on a few short texts: ragkit's
     naive-mode query on MiniLM, 2 cores, went from 19.1 to 13.1 ms (p50) with 1."""
 
@@ -110,7 +110,7 @@ class SentenceTransformerEmbedder(ModelAdapter):
         small = len(texts) <= SMALL_BATCH and self.options.device == "cpu"
         # max_seq_length lives on the shared model, torch's threads are the process's:
         # both are set per call, under the model's lock.
-        with loaded.lock, _torch_threads(self.options.small_batch_threads if small else None):
+        with loaded.lock, _torch_threads(self.options.small_batch_threads if small else 0):
             model = loaded.model
             model.max_seq_length = self.options.max_seq_length or loaded.defaults["max_seq_length"]
             try:
@@ -130,8 +130,8 @@ class SentenceTransformerEmbedder(ModelAdapter):
 
 
 @contextlib.contextmanager
-def _torch_threads(threads: int | None) -> Iterator[None]:
-    if threads is None:
+def _torch_threads(threads: int) -> Iterator[None]:
+    if not threads:
         yield
         return
     import torch  # loaded with the model already
