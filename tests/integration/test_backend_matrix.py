@@ -36,6 +36,10 @@ COMBOS: dict[str, dict[str, str]] = {
     "mixed": {"kv": "sqlite", "vector": "qdrant", "graph": "networkx"},
 }
 MODES = ["local", "global", "hybrid", "naive", "mix"]
+EXACT = {"chroma-http": {"hnsw_ef_search": 1000, "hnsw_ef_construction": 1000}}
+"""Chroma's HNSW is approximate and built by several threads, so with the default
+search breadth its neighbours can vary from run to run; searching as wide as the
+collection makes it exact, as the comparison with numpy's exact search needs."""
 N_QUESTIONS = 6
 
 
@@ -68,7 +72,7 @@ def settings_for(combo: str, tmp_path: Path) -> Settings:
             if combo in REQUIRED:
                 pytest.fail(f"combination {combo!r} is required but {kind}:{name} is unreachable: {exc.msg}")
             raise
-        values[kind] = {"name": name, "options": options}
+        values[kind] = {"name": name, "options": {**options, **EXACT.get(name, {})}}
     return Settings(**values)
 
 
