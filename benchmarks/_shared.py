@@ -81,7 +81,9 @@ class SimulatedLatency:
         self.texts_in: list[str] = []
         self.texts_out: list[str] = []
 
-    async def __call__(self, input_texts: Sequence[str], answer) -> str:
+    @contextlib.asynccontextmanager
+    async def call(self):
+        """One model call: draws its delay, counts it in flight and sleeps it."""
         delay = self.latency + self.rng.uniform(-self.jitter, self.jitter) if self.latency else 0.0
         self.delays.append(delay)
         self.in_flight += 1
@@ -89,9 +91,13 @@ class SimulatedLatency:
         try:
             if delay:
                 await asyncio.sleep(delay)
-            out = answer()
+            yield
         finally:
             self.in_flight -= 1
+
+    async def __call__(self, input_texts: Sequence[str], answer) -> str:
+        async with self.call():
+            out = answer()
         # Tokens are counted after the run (count_tokens), not inside the timed part.
         self.texts_in.append("\n".join(t for t in input_texts if t))
         self.texts_out.append(out)

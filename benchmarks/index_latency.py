@@ -34,7 +34,6 @@ import json
 import multiprocessing
 import os
 import platform
-import random
 import resource
 import sys
 import tempfile
@@ -43,6 +42,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import SimulatedLatency  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "index_latency.json"
 
@@ -70,24 +72,11 @@ class LatencyLLM:
         self.inner = inner
         self.model_id = inner.model_id
         self.capabilities = inner.capabilities
-        self.latency = latency
-        self.jitter = min(jitter, latency)  # never a negative sleep
-        self.rng = random.Random(seed)
-        self.delays: list[float] = []
-        self.in_flight = 0
-        self.peak_in_flight = 0
+        self.timing = SimulatedLatency(latency, jitter, seed)
 
     async def complete(self, request: Any) -> Any:
-        delay = self.latency + self.rng.uniform(-self.jitter, self.jitter) if self.latency else 0.0
-        self.delays.append(delay)
-        self.in_flight += 1
-        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-        try:
-            if delay:
-                await asyncio.sleep(delay)
+        async with self.timing.call():
             return await self.inner.complete(request)
-        finally:
-            self.in_flight -= 1
 
     async def stream(self, request: Any) -> AsyncIterator[str]:
         yield (await self.complete(request)).text
@@ -198,7 +187,7 @@ def run_once(settings: RunSettings, latency: float) -> dict[str, Any]:
         "input_tokens": sum(report.llm["input_tokens"].values()),
         "output_tokens": sum(report.llm["output_tokens"].values()),
         "unknown_prompts": llm.inner.unknown_prompts,
-        "peak_llm_in_flight": llm.peak_in_flight,
+        "peak_llm_in_flight": llm.timing.peak_in_flight,
         "loop_lag": lag,
         "peak_rss_mib": _rss_mib(),
         "rss_before_index_mib": rss_before,
@@ -207,7 +196,7 @@ def run_once(settings: RunSettings, latency: float) -> dict[str, Any]:
         "chunks_per_cpu_s": round(report.chunks / cpu, 1) if cpu else None,
     }
     if latency:
-        mean = sum(llm.delays) / len(llm.delays) if llm.delays else 0.0
+        mean = sum(llm.timing.delays) / len(llm.timing.delays) if llm.timing.delays else 0.0
         ideal = calls * mean / settings.concurrency
         out.update(
             mean_latency_s=round(mean, 4),

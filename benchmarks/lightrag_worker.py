@@ -112,15 +112,7 @@ class ReplayModel:
         if "Description List:" in prompt:
             self.calls["summary"] += 1
             block = prompt.split("Description List:", 1)[1].split("```", 2)[1]
-            parts = []
-            for line in block.splitlines():
-                line = line.strip()
-                if line.startswith("{"):
-                    try:
-                        parts.append(str(json.loads(line).get("Description", "")))
-                    except ValueError:
-                        pass
-            return " ".join(p for p in parts if p)
+            return " ".join(p for p in json_lines_field(block, "Description") if p)
         self.calls["unknown"] += 1
         return self.complete
 
@@ -213,12 +205,17 @@ def parse_chunks(context: str) -> list[str]:
     block = context[marker:].split("```json", 1)
     if len(block) < 2:
         return []
+    return json_lines_field(block[1].split("```", 1)[0], "content")
+
+
+def json_lines_field(block: str, field: str) -> list[str]:
+    """``field`` of every JSON-object line of ``block``, in order; other lines are skipped."""
     out = []
-    for line in block[1].split("```", 1)[0].splitlines():
+    for line in block.splitlines():
         line = line.strip()
         if line.startswith("{"):
             try:
-                out.append(str(json.loads(line).get("content", "")))
+                out.append(str(json.loads(line).get(field, "")))
             except ValueError:
                 continue
     return out
