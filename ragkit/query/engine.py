@@ -29,6 +29,14 @@ from ragkit.schema import QueryParam, QueryResult, Reference
 from ragkit.tokenizer import request_tokens
 
 
+ENTITY_MODES = ("local", "hybrid", "mix")
+"""Modes that search the entity index with the low-level keywords."""
+RELATION_MODES = ("global", "hybrid", "mix")
+"""Modes that search the relation index with the high-level keywords."""
+CHUNK_MODES = ("naive", "mix")
+"""Modes that search the chunk index with the question."""
+
+
 class Querier:
     def __init__(
         self,
@@ -96,13 +104,13 @@ class Querier:
         await searcher.embed_all(_search_texts(question, param, keywords))
         entities: list[EntityItem] = []
         relations: list[RelationItem] = []
-        if param.mode in ("local", "hybrid", "mix"):
+        if param.mode in ENTITY_MODES:
             entities, relations = await searcher.local(keywords.low_level, param.top_k)
-        if param.mode in ("global", "hybrid", "mix"):
+        if param.mode in RELATION_MODES:
             g_entities, g_relations = await searcher.global_(keywords.high_level, param.top_k)
             entities = round_robin(entities, g_entities)
             relations = round_robin(relations, g_relations)
-        chunks = await searcher.chunks(question, param.chunk_top_k) if param.mode in ("naive", "mix") else []
+        chunks = await searcher.chunks(question, param.chunk_top_k) if param.mode in CHUNK_MODES else []
         return entities, relations, chunks
 
     async def _candidates(
@@ -247,11 +255,11 @@ def _search_texts(question: str, param: QueryParam, keywords: Keywords) -> list[
     """What the mode will embed: searched keyword lists, and the question for
     chunk vectors or for ranking graph chunks by similarity."""
     texts = []
-    if param.mode in ("local", "hybrid", "mix") and keywords.low_level:
+    if param.mode in ENTITY_MODES and keywords.low_level:
         texts.append(keyword_text(keywords.low_level))
-    if param.mode in ("global", "hybrid", "mix") and keywords.high_level:
+    if param.mode in RELATION_MODES and keywords.high_level:
         texts.append(keyword_text(keywords.high_level))
-    if param.mode in ("naive", "mix") or param.chunk_ranking == "similarity":
+    if param.mode in CHUNK_MODES or param.chunk_ranking == "similarity":
         texts.append(question)
     return texts
 
