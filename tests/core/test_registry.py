@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import types
 
 import pytest
@@ -94,3 +96,25 @@ def test_hook_that_raises_is_recorded_and_others_still_register():
 
 def test_registered_class_is_a_real_store():
     assert issubclass(get_registry().get("kv", "sqlite"), KVStore)
+
+
+HEAVY_CLIENTS = ("qdrant_client", "chromadb", "neo4j", "redis", "openai", "ollama", "torch", "sentence_transformers")
+
+
+def test_loading_every_installed_plugin_imports_no_client_library():
+    """Listing adapters must stay cheap: every ``RAG(...)`` and CLI command
+    loads the registry, and importing a client library (qdrant_client alone
+    took ~0.7 s) would be paid by users who never pick that backend."""
+    code = (
+        "import sys\n"
+        "from ragkit.plugins import get_registry\n"
+        "r = get_registry()\n"
+        "print(len([p for p in r.plugins if p.status == 'ok']), [p.name for p in r.plugins if p.status != 'ok'])\n"
+        f"print(sorted(m for m in {HEAVY_CLIENTS!r} if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded, heavy = out.stdout.splitlines()
+    assert loaded.split(" ", 1)[1] == "[]", f"plugins failed to load: {loaded}"
+    assert int(loaded.split(" ", 1)[0]) >= 9  # the built-ins and the 8 first-party plugins
+    assert heavy == "[]", f"registry loading imported {heavy}"

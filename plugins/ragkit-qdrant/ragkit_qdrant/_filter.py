@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from qdrant_client import models
+if TYPE_CHECKING:
+    from qdrant_client import models
 
 from ragkit.errors import InvalidValueError
 from ragkit.protocols.vector import in_values, storable_scalar
@@ -75,14 +76,17 @@ def json_key(field: str) -> str:
 
 
 def workspace_filter(workspace: str) -> models.Filter:
+    from qdrant_client import models
     return models.Filter(must=[_match(WORKSPACE_KEY, workspace)])
 
 
 def _match(key: str, value: Any) -> models.FieldCondition:
+    from qdrant_client import models
     return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
 
 def _condition(field: str, cond: Any) -> models.Condition | _NoMatch:
+    from qdrant_client import models
     raw = in_values(field, cond) if isinstance(cond, Mapping) else [cond]
     values = list(dict.fromkeys((type(v), v) for v in raw if storable_scalar(v)))
     if not values or not storable_key(field):
@@ -104,6 +108,7 @@ def _condition(field: str, cond: Any) -> models.Condition | _NoMatch:
 def to_filter(filter: Mapping[str, Any] | None, workspace: str) -> models.Filter | _NoMatch:
     """The workspace condition and ``filter``'s conditions, all required (AND);
     ``NO_MATCH`` when nothing can match; ``InvalidValueError`` for malformed filters."""
+    from qdrant_client import models
     if filter is not None and not isinstance(filter, Mapping):
         raise InvalidValueError(f"filter must be a mapping, got {type(filter).__name__}")
     must: list[models.Condition] = [_match(WORKSPACE_KEY, workspace)]

@@ -33,16 +33,20 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
-from qdrant_client import AsyncQdrantClient, models
-
 from ragkit.errors import DimensionMismatchError, RagkitError, StoreError
 from ragkit.protocols.base import Capability, StoreConfig
 from ragkit.protocols.vector import Filter, VectorStore, rank_hits
 from ragkit.schema import JSONScalar, VectorHit, VectorRecord
+if TYPE_CHECKING:
+    from qdrant_client import AsyncQdrantClient, models
+
+# qdrant_client is imported inside the methods that use it: importing it takes
+# ~0.5 s (hundreds of pydantic models), and this module is imported whenever
+# ragkit lists its plugins, also by users who never pick Qdrant.
 from ragkit_qdrant._filter import (
     ID_KEY,
     NO_MATCH,
@@ -107,6 +111,7 @@ class _LocalClients:
 
     @classmethod
     def acquire(cls, key: str) -> AsyncQdrantClient:
+        from qdrant_client import AsyncQdrantClient
         client, users = cls.clients.get(key, (None, 0))
         if client is None:
             client = AsyncQdrantClient(location=key) if key == ":memory:" else AsyncQdrantClient(path=key)
@@ -207,6 +212,7 @@ class QdrantVectorStore(VectorStore):
             raise
 
     def _connect(self) -> AsyncQdrantClient:
+        from qdrant_client import AsyncQdrantClient
         o = self.options
         try:
             if self.mode == "server":
@@ -255,6 +261,7 @@ class QdrantVectorStore(VectorStore):
             ) from exc
 
     async def _ensure_collection(self) -> None:
+        from qdrant_client import models
         client, name = self.client, self.collection_name
         if not await self._call("open", client.collection_exists(name)):
             try:
@@ -301,6 +308,7 @@ class QdrantVectorStore(VectorStore):
         return self._client
 
     async def drop(self) -> None:
+        from qdrant_client import models
         self._check_open()
         await self._call(
             "drop",
@@ -319,6 +327,7 @@ class QdrantVectorStore(VectorStore):
         vectors: np.ndarray | Sequence[Sequence[float]],
         metadata: Sequence[Mapping[str, JSONScalar]] | None = None,
     ) -> None:
+        from qdrant_client import models
         self._check_open()
         checked = self.check_upsert(ids, vectors, metadata)
         if checked is None:
@@ -343,6 +352,7 @@ class QdrantVectorStore(VectorStore):
             )
 
     async def delete(self, ids: Iterable[str]) -> None:
+        from qdrant_client import models
         self._check_open()
         if isinstance(ids, str):
             ids = [ids]
@@ -421,6 +431,7 @@ class QdrantVectorStore(VectorStore):
         filter: Filter | None = None,
         min_score: float | None = None,
     ) -> list[VectorHit]:
+        from qdrant_client import models
         self._check_open()
         q = self.check_query_args(vector, top_k)
         flt = to_filter(filter, self.workspace)

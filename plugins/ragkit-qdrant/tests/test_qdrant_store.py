@@ -16,6 +16,7 @@ import uuid
 
 import numpy as np
 import pytest
+import qdrant_client
 from qdrant_client import AsyncQdrantClient, models
 
 from ragkit.errors import ConfigError, DimensionMismatchError, InvalidValueError, StoreError
@@ -302,7 +303,8 @@ async def test_server_mode_passes_url_key_grpc_and_search_params(tmp_path, monke
         made.append((kwargs, recorder))
         return recorder
 
-    monkeypatch.setattr(store_module, "AsyncQdrantClient", fake_client)
+    # The store imports the client class when it connects, from qdrant_client.
+    monkeypatch.setattr(qdrant_client, "AsyncQdrantClient", fake_client)
     options = {"url": "https://q.example:6333", "api_key": "secret", "prefer_grpc": True,
                "timeout": 7, "hnsw_ef": 128, "exact": False}
     store = QdrantVectorStore(config(tmp_path, **options))
