@@ -204,11 +204,12 @@ def make_rag(working_dir: Path, llm: Any, embedder: Any, args: argparse.Namespac
     return RAG(Settings(working_dir=working_dir, **settings), llm=llm, embedder=embedder, index=index)
 
 
-def minilm_embedder() -> Any:
-    """ragkit's own sentence-transformers plugin with its defaults (the packaged MiniLM)."""
+def minilm_embedder(backend: str = "onnx") -> Any:
+    """ragkit's own sentence-transformers plugin on the packaged MiniLM, run by
+    ONNX Runtime (``backend = "onnx"``) or by torch as LightRAG's worker runs it."""
     from ragkit_sentence_transformers.embedder import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder({})
+    return SentenceTransformerEmbedder({"backend": backend})
 
 
 def query_param(mode: str, q: dict, args: argparse.Namespace):
@@ -252,7 +253,8 @@ async def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     questions = read_json(Path(args.inputs) / "questions.json")
     passages = [p["text"] for p in replay["passages"]][: args.docs or None]
     llm = BenchLLM(ReplayLLM(), SimulatedLatency(0.0, 0.0, 0))
-    embedder = CountingEmbedder(minilm_embedder() if args.embedder == "minilm" else BenchHashEmbedder(args.dimension))
+    minilm = args.embedder == "minilm"
+    embedder = CountingEmbedder(minilm_embedder(args.st_backend) if minilm else BenchHashEmbedder(args.dimension))
     with index_dir(args.workdir, len(passages)) as (folder, indexed):
         rag = make_rag(folder, llm, embedder, args)
         async with rag:
@@ -267,11 +269,21 @@ async def run_quality(args: argparse.Namespace) -> dict[str, Any]:
                 graph_modes = [m for m in args.modes.split(",") if m != "naive"]
                 more = await query_all(rag, questions, args, graph_modes, embedder)
                 modes.update({f"{m}/similarity": v for m, v in more.items()})
+                args.chunk_ranking = "support"
+        if args.variants and minilm and args.st_backend != "torch":
+            # Every mode again with MiniLM on torch, the runtime LightRAG's worker uses:
+            # how much of the latency gap is the embedding runtime.
+            torch_embedder = CountingEmbedder(minilm_embedder("torch"))
+            await torch_embedder.inner.embed(["warm-up: the model loads outside the timed queries"])
+            async with make_rag(folder, llm, torch_embedder, args) as rag:
+                more = await query_all(rag, questions, args, args.modes.split(","), torch_embedder)
+            modes.update({f"{m}/torch": v for m, v in more.items()})
     return {
         "system": "ragkit", "version": _version(), "documents": len(passages),
         "indexed": len(report.processed), "index_s": index_s and round(index_s, 2),
         "llm_calls": dict(report.llm["calls"]), "unknown_prompts": llm.inner.unknown_prompts,
-        "embedded_while_indexing": embedded, "embedder": args.embedder, "peak_rss_mib": peak_rss_mib(),
+        "embedded_while_indexing": embedded, "embedder": args.embedder,
+        "embedder_backend": args.st_backend if minilm else None, "peak_rss_mib": peak_rss_mib(),
         "modes": modes,
     }
 
@@ -393,6 +405,8 @@ def main() -> int:
     p.add_argument("--questions", default=None, help="questions file (default: the MuSiQue dev questions)")
     p.add_argument("--docs", type=int, default=0, help="first N passages (0: all)")
     p.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
+    p.add_argument("--st-backend", choices=["onnx", "torch"], default="onnx",
+                   help="quality: the sentence-transformers plugin's backend for MiniLM")
     p.add_argument("--dimension", type=int, default=384)
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--gleaning", type=int, default=0)
@@ -406,7 +420,8 @@ def main() -> int:
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--workdir", help="quality: keep the index here and reuse it on the next run")
     p.add_argument("--variants", action="store_true",
-                   help="quality: also every graph mode with chunk_ranking=similarity (as MODE/similarity)")
+                   help="quality: also every graph mode with chunk_ranking=similarity (as MODE/similarity), "
+                        "and every mode with MiniLM on torch (as MODE/torch)")
     p.add_argument("--chunk-ranking", choices=["support", "similarity"], default="support",
                    help="QueryParam.chunk_ranking of the quality run (ragkit's default: support)")
     p.add_argument("--top-k", type=int, default=40)

@@ -75,6 +75,11 @@ def targets_section(res: dict, lines: list[str]) -> None:
             rows.append(["… the same without the time inside the embedder (the shared MiniLM)", "(not a target)",
                          ", ".join(f"{m} {rk[m]['framework_p50_ms'] / lr[m]['framework_p50_ms']:.2f}" for m in fw),
                          "see §3"])
+        on_torch = [m for m in MODES if f"{m}/torch" in rk and m in lr]
+        if on_torch:
+            rows.append(["… ragkit with MiniLM on torch, as LightRAG runs it", "(not a target)",
+                         ", ".join(f"{m} {rk[f'{m}/torch']['p50_ms'] / lr[m]['p50_ms']:.2f}" for m in on_torch),
+                         "see §3"])
     if t:
         a, c = t["latency"]["ragkit"], t["latency"]["lightrag"]
         w = a["wall_s"] / c["wall_s"]
@@ -103,7 +108,8 @@ def quality_section(res: dict, lines: list[str]) -> None:
         f"{s['questions']} questions ({s['questions_file']}), {q['ragkit']['documents']:,} passages indexed by ragkit "
         f"(one document each) and {q['lightrag']['documents']:,} by LightRAG ({q['lightrag']['insert_batch']} "
         "passages per LightRAG document, split back into one chunk per passage; see *How it was run*). "
-        f"Embedder: MiniLM (all-MiniLM-L6-v2) for both. Budgets for both: top_k {b['top_k']}, chunk_top_k "
+        "Embedder: MiniLM (all-MiniLM-L6-v2) for both (ragkit's on ONNX Runtime, LightRAG's on torch; "
+        "the same vectors to 1e-6). Budgets for both: top_k {b['top_k']}, chunk_top_k "
         f"{b['chunk_top_k']}, entity {b['max_entity_tokens']:,}, relation {b['max_relation_tokens']:,}, total "
         f"{b['max_total_tokens']:,} tokens. Identical keywords for both.",
         "",
@@ -261,6 +267,21 @@ def latency_section(res: dict, lines: list[str]) -> None:
                        [[m, fmt(rk[m]["framework_p50_ms"], 1), fmt(lr[m]["framework_p50_ms"], 1),
                          ratio(rk[m]["framework_p50_ms"], lr[m]["framework_p50_ms"]),
                          fmt(rk[m]["embedding_p50_ms"], 1), fmt(lr[m]["embedding_p50_ms"], 1)] for m in fw])
+    on_torch = [m for m in MODES if f"{m}/torch" in rk and m in lr]
+    if on_torch:
+        lines += [
+            "",
+            f"ragkit's embedder runs MiniLM with ONNX Runtime (`backend = \"{q['ragkit'].get('embedder_backend')}\"` "
+            "of ragkit-sentence-transformers, same vectors to 1e-6); LightRAG's worker calls sentence-transformers "
+            "on torch. The same queries on the same index with ragkit's embedder on torch instead:",
+            "",
+        ]
+        lines += table(["mode", "p50 ragkit (torch)", "p50 LightRAG", "p50 ratio", "p95 ragkit (torch)",
+                        "p95 LightRAG", "p95 ratio"],
+                       [[m, fmt(rk[f"{m}/torch"]["p50_ms"], 1), fmt(lr[m]["p50_ms"], 1),
+                         ratio(rk[f"{m}/torch"]["p50_ms"], lr[m]["p50_ms"]), fmt(rk[f"{m}/torch"]["p95_ms"], 1),
+                         fmt(lr[m]["p95_ms"], 1), ratio(rk[f"{m}/torch"]["p95_ms"], lr[m]["p95_ms"])]
+                        for m in on_torch])
     lines += ["", "![query latency](benchmarks/latency.png)", ""]
 
 

@@ -75,6 +75,16 @@ def resolve(name: str) -> ModelSource:
     return ModelSource(name, name, "hub", name)
 
 
+def local_folder(path: str) -> Path:
+    """The folder holding a model's files: ``path`` itself, or a Hub name's
+    snapshot in the local Hugging Face cache (``OSError`` when it is not there)."""
+    if Path(path).is_dir():
+        return Path(path)
+    from huggingface_hub import snapshot_download
+
+    return Path(snapshot_download(path, local_files_only=True))
+
+
 def _looks_like_path(name: str) -> bool:
     return name.startswith(("/", "./", "../", "~", ".\\", "..\\")) or name.count("/") > 1 or "\\" in name
 

@@ -207,7 +207,7 @@ async def test_a_query_sized_call_runs_on_small_batch_threads_and_restores_torch
     before = torch.get_num_threads()
     try:
         one = await embedder.embed(["Who founded the publisher of Climate Dynamics?"])
-        many = await embedder.embed([f"passage number {i}" for i in range(9)])  # above SMALL_BATCH
+        await embedder.embed([f"passage number {i}" for i in range(9)])  # above SMALL_BATCH
         kept = await SentenceTransformerEmbedder({"small_batch_threads": 0}).embed(
             ["Who founded the publisher of Climate Dynamics?"])
     finally:
