@@ -109,7 +109,7 @@ def quality_section(res: dict, lines: list[str]) -> None:
         f"(one document each) and {q['lightrag']['documents']:,} by LightRAG ({q['lightrag']['insert_batch']} "
         "passages per LightRAG document, split back into one chunk per passage; see *How it was run*). "
         "Embedder: MiniLM (all-MiniLM-L6-v2) for both (ragkit's on ONNX Runtime, LightRAG's on torch; "
-        "the same vectors to 1e-6). Budgets for both: top_k {b['top_k']}, chunk_top_k "
+        f"the same vectors to 1e-6). Budgets for both: top_k {b['top_k']}, chunk_top_k "
         f"{b['chunk_top_k']}, entity {b['max_entity_tokens']:,}, relation {b['max_relation_tokens']:,}, total "
         f"{b['max_total_tokens']:,} tokens. Identical keywords for both.",
         "",
