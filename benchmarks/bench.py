@@ -212,7 +212,7 @@ def smoke_problems(res: dict[str, Any], md: Path) -> list[str]:
 
     modes = ["naive", "local", "global", "hybrid", "mix"]
     variants = [f"{m}/similarity" for m in modes[1:]]
-    for system, wanted in (("ragkit", modes + variants), ("lightrag", modes)):
+    for system, wanted in (("ragkit", modes + variants + ["ppr"] + [f"{m}/torch" for m in modes]), ("lightrag", modes)):
         scores = res.get("quality", {}).get(system, {}).get("scores", {})
         for m in wanted:
             if m not in scores:

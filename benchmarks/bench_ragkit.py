@@ -46,6 +46,8 @@ from _shared import (  # noqa: E402
 )
 
 MODES = ["naive", "local", "global", "hybrid", "mix"]
+RAGKIT_ONLY_MODES = ["ppr"]
+"""Modes LightRAG does not have: measured for ragkit alone in the quality run."""
 
 
 # -- shared inputs ----------------------------------------------------------------
@@ -266,7 +268,7 @@ async def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             modes = await query_all(rag, questions, args, args.modes.split(","), embedder)
             if args.variants:  # the graph modes again on the same index, graph chunks by similarity
                 args.chunk_ranking = "similarity"
-                graph_modes = [m for m in args.modes.split(",") if m != "naive"]
+                graph_modes = [m for m in args.modes.split(",") if m in MODES and m != "naive"]
                 more = await query_all(rag, questions, args, graph_modes, embedder)
                 modes.update({f"{m}/similarity": v for m, v in more.items()})
                 args.chunk_ranking = "support"
@@ -417,7 +419,7 @@ def main() -> int:
     p.add_argument("--backend", default="embedded")
     p.add_argument("--backend-settings", default="", help="JSON: Settings sections for the scale run")
     p.add_argument("--workspace", default="", help="scale: the workspace (on shared servers, one per run)")
-    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--modes", default=",".join(MODES + RAGKIT_ONLY_MODES), help="quality: modes to run")
     p.add_argument("--workdir", help="quality: keep the index here and reuse it on the next run")
     p.add_argument("--variants", action="store_true",
                    help="quality: also every graph mode with chunk_ranking=similarity (as MODE/similarity), "

@@ -184,7 +184,7 @@ class Relation(Frozen):
         return ids.relation_id(self.source, self.target)
 
 
-QueryMode = Literal["local", "global", "hybrid", "naive", "mix", "bypass"]
+QueryMode = Literal["local", "global", "hybrid", "naive", "mix", "ppr", "bypass"]
 
 
 class QueryParam(BaseModel):

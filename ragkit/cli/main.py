@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("query", help="answer a question with cited sources")
     p.add_argument("question")
-    p.add_argument("--mode", default="mix", choices=["local", "global", "hybrid", "naive", "mix", "bypass"])
+    p.add_argument("--mode", default="mix", choices=["local", "global", "hybrid", "naive", "mix", "ppr", "bypass"])
     p.add_argument("--stream", action="store_true", help="print the answer as it is generated")
     p.add_argument("--context-only", action="store_true", help="print the context; no answer call")
     p.add_argument("--prompt-only", action="store_true", help="print the answer prompt; no answer call")

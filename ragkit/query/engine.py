@@ -35,6 +35,8 @@ RELATION_MODES = ("global", "hybrid", "mix")
 """Modes that search the relation index with the high-level keywords."""
 CHUNK_MODES = ("naive", "mix")
 """Modes that search the chunk index with the question."""
+PPR_MODE = "ppr"
+"""Seeds from both graph indexes, then personalized PageRank (``query/ppr.py``)."""
 
 
 class Querier:
@@ -104,6 +106,13 @@ class Querier:
         await searcher.embed_all(_search_texts(question, param, keywords))
         entities: list[EntityItem] = []
         relations: list[RelationItem] = []
+        if param.mode == PPR_MODE:
+            entities, relations, ranked = await searcher.ppr(keywords.low_level, keywords.high_level, param.top_k)
+            records = await self.stores.chunks.get_many([cid for cid, _ in ranked])
+            chunks = [ChunkItem.from_record(cid, rec, "ppr", score=score)
+                      for (cid, score), rec in zip(ranked, records) if rec is not None]
+            dense = await searcher.chunks(question, param.chunk_top_k)
+            return entities, relations, round_robin(dense, chunks)
         if param.mode in ENTITY_MODES:
             entities, relations = await searcher.local(keywords.low_level, param.top_k)
         if param.mode in RELATION_MODES:
@@ -122,8 +131,9 @@ class Querier:
         vector_chunks: list[ChunkItem],
         searcher: Searcher,
     ) -> list[ChunkItem]:
-        """Supporting chunks of the found items, merged with the vector-found ones."""
-        ranked = rank_graph_chunks(entities, relations)
+        """Supporting chunks of the found items, merged with the vector-found ones
+        (``ppr`` ranked its chunks already)."""
+        ranked = [] if param.mode == PPR_MODE else rank_graph_chunks(entities, relations)
         records = await self.stores.chunks.get_many([cid for cid, _ in ranked])
         graph_chunks = [
             ChunkItem.from_record(cid, rec, "graph_sources", support=support)
@@ -255,11 +265,11 @@ def _search_texts(question: str, param: QueryParam, keywords: Keywords) -> list[
     """What the mode will embed: searched keyword lists, and the question for
     chunk vectors or for ranking graph chunks by similarity."""
     texts = []
-    if param.mode in ENTITY_MODES and keywords.low_level:
+    if (param.mode in ENTITY_MODES or param.mode == PPR_MODE) and keywords.low_level:
         texts.append(keyword_text(keywords.low_level))
-    if param.mode in RELATION_MODES and keywords.high_level:
+    if (param.mode in RELATION_MODES or param.mode == PPR_MODE) and keywords.high_level:
         texts.append(keyword_text(keywords.high_level))
-    if param.mode in CHUNK_MODES or param.chunk_ranking == "similarity":
+    if param.mode in CHUNK_MODES or param.mode == PPR_MODE or param.chunk_ranking == "similarity":
         texts.append(question)
     return texts
 

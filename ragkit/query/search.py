@@ -2,7 +2,9 @@
 
 - local: low-level keywords -> entity vectors -> nodes -> their edges;
 - global: high-level keywords -> relation vectors -> edges -> their endpoints;
-- naive: the question -> chunk vectors.
+- naive: the question -> chunk vectors;
+- ppr: both indexes' hits as seeds -> personalized PageRank on the graph
+  around them -> entities, relations and chunks by score (``ppr``).
 
 Graph neighbourhoods are ranked by degree, then weight. Vector hits keep their
 own index's similarity; graph-found items have no score.
@@ -17,6 +19,7 @@ import numpy as np
 
 from ragkit.pipeline.stores import Stores
 from ragkit.protocols import Embedder
+from ragkit.query import ppr
 from ragkit.query.items import ChunkItem, EntityItem, Pair, RelationItem
 from ragkit.query.scope import Restrictor, Scope
 
@@ -90,6 +93,41 @@ class Searcher:
             for h, rec in zip(hits, records)
             if rec is not None
         ]
+
+    async def ppr(self, low: list[str], high: list[str], top_k: int
+                  ) -> tuple[list[EntityItem], list[RelationItem], list[tuple[str, float]]]:
+        """Entities and relations by PageRank score (top_k each) and every chunk
+        they support, by summed score."""
+        hits: list[tuple[str, float]] = []
+        # Each low-level keyword links to its own nearest entities (HippoRAG's
+        # query-entity linking); the high-level ones add relation endpoints.
+        await self.embed_all([*low, keyword_text(high)] if high else low)
+        for keyword in low:
+            found = await self.stores.entity_vectors.query(self.vectors[keyword], self._k(ppr.SEEDS_PER_KEYWORD))
+            hits += [(str(h.metadata.get("key", "")), h.score) for h in found]
+        if high and not hits:
+            found = await self.stores.relation_vectors.query(self.vectors[keyword_text(high)], self._k(top_k))
+            hits += [(str(h.metadata.get(end, "")), h.score) for h in found for end in ("source", "target")]
+        seed_props = await self.stores.graph.get_nodes([k for k, _ in hits])
+        seeds = ppr.seed_weights([(k, s, len(p.get("source_ids", []))) for (k, s), p in zip(hits, seed_props) if p])
+        if not seeds:
+            return [], [], []
+        nodes, edges = await ppr.neighbourhood(self.stores.graph, list(seeds))
+        scores = ppr.personalized_pagerank(nodes, edges, seeds)
+        ranked = sorted(scores, key=lambda k: (-ppr.tie(scores[k]), k))[: top_k * ppr.SCORED_PER_KEPT]
+        props = dict(zip(ranked, await self.stores.graph.get_nodes(ranked)))
+        entities = [EntityItem(props[k], "ppr", scores[k], key=k) for k in ranked if props[k] is not None]
+        entities = await self._restrict_entities(entities)
+        chunks = ppr.chunk_scores(scores, {e.key: e.sources for e in entities})
+        kept = {e.key for e in entities[:top_k]}
+        pairs = sorted((p for p in edges if p[0] in kept and p[1] in kept),
+                       key=lambda p: (-ppr.tie(scores[p[0]] + scores[p[1]]), p))[:top_k]
+        relations = [
+            RelationItem(edge, "ppr", scores[p[0]] + scores[p[1]], key=p)
+            for p, edge in zip(pairs, await self.stores.graph.get_edges(pairs))
+            if edge is not None
+        ]
+        return entities[:top_k], await self._restrict_relations(relations), chunks
 
     # -- graph neighbourhoods --------------------------------------------------
 

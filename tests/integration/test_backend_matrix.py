@@ -35,7 +35,7 @@ COMBOS: dict[str, dict[str, str]] = {
     "servers": {"kv": "redis", "doc_status": "redis", "vector": "chroma-http", "graph": "neo4j"},
     "mixed": {"kv": "sqlite", "vector": "qdrant", "graph": "networkx"},
 }
-MODES = ["local", "global", "hybrid", "naive", "mix"]
+MODES = ["local", "global", "hybrid", "naive", "mix", "ppr"]
 EXACT = {"chroma-http": {"hnsw_ef_search": 1000, "hnsw_ef_construction": 1000}}
 """Chroma's HNSW is approximate and built by several threads, so with the default
 search breadth its neighbours can vary from run to run; searching as wide as the

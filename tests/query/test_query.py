@@ -16,7 +16,7 @@ from ragkit.tokenizer import request_tokens
 
 from .conftest import make_rag, supporting_titles
 
-GRAPH_MODES = ["local", "global", "hybrid", "mix"]
+GRAPH_MODES = ["local", "global", "hybrid", "mix", "ppr"]
 CONTEXT_MODES = [*GRAPH_MODES, "naive"]
 BUDGETS = {
     "default": {},
