@@ -47,7 +47,7 @@ NOTHING_EN = "The context has no sentence that shares words with the question."
 NOTHING_ZH = "上下文中没有与问题相关的句子。"
 BYPASS = (
     "ragkit's offline mode cannot answer without context: no generative model is configured. "
-    f"Ask in a mode that retrieves context (local, global, hybrid, naive or mix), or {CONFIGURE}."
+    f"Ask in a mode that retrieves context (local, global, hybrid, naive, mix or ppr), or {CONFIGURE}."
 )
 
 @dataclass

@@ -8,17 +8,19 @@ keeps restarting at the question's entities also reaches the passages that
 link them to what they lead to.
 
 How:
-1. Seeds: the entities the entity index finds for the low-level keywords and
-   the endpoints of the relations the relation index finds for the high-level
-   ones, each weighted by its similarity and by its specificity (1 / the
-   number of chunks it comes from), so that hubs found by chance do not
-   dominate the walk.
+1. Seeds: each low-level keyword's ``SEEDS_PER_KEYWORD`` nearest entities
+   (HippoRAG links each query entity on its own); only without any, the
+   endpoints of the relations found for the high-level keywords. Each weighs
+   its similarity times its specificity (1 / the chunks it comes from), so
+   that hubs found by chance do not dominate the walk.
 2. The graph around them, read hop by hop through ``nodes_edges`` (any graph
    backend), up to ``MAX_NODES`` nodes.
 3. PageRank on it, restarting at the seeds with probability ``1 - DAMPING``.
-4. A chunk's score is the sum of the scores of the entities it supports; the
-   context gets the best entities, the relations between them and the chunks
-   in score order.
+4. An entity's score is shared among the chunks it comes from, and a chunk's
+   score is the sum of its shares; the context gets the best entities, the
+   relations between them, and these chunks interleaved with the question's
+   nearest chunks (the walk alone ranked the first chunks worse than dense
+   search on MuSiQue: recall@2 0.44 vs 0.51; interleaved, 0.54).
 """
 
 from __future__ import annotations
