@@ -36,7 +36,8 @@ RELATION_MODES = ("global", "hybrid", "mix")
 CHUNK_MODES = ("naive", "mix")
 """Modes that search the chunk index with the question."""
 PPR_MODE = "ppr"
-"""Seeds from both graph indexes, then personalized PageRank (``query/ppr.py``)."""
+"""Seeds from the entity index (the relation index without any), personalized
+PageRank around them, chunks interleaved with the chunk index's (``query/ppr.py``)."""
 
 
 class Querier:
@@ -264,12 +265,15 @@ def _tokens(context: Context, tokenizer: Tokenizer, budget: Budget, question: st
 def _search_texts(question: str, param: QueryParam, keywords: Keywords) -> list[str]:
     """What the mode will embed: searched keyword lists, and the question for
     chunk vectors or for ranking graph chunks by similarity."""
+    if param.mode == PPR_MODE:  # each low-level keyword links its own seeds
+        high = [keyword_text(keywords.high_level)] if keywords.high_level else []
+        return [*keywords.low_level, *high, question]
     texts = []
-    if (param.mode in ENTITY_MODES or param.mode == PPR_MODE) and keywords.low_level:
+    if param.mode in ENTITY_MODES and keywords.low_level:
         texts.append(keyword_text(keywords.low_level))
-    if (param.mode in RELATION_MODES or param.mode == PPR_MODE) and keywords.high_level:
+    if param.mode in RELATION_MODES and keywords.high_level:
         texts.append(keyword_text(keywords.high_level))
-    if param.mode in CHUNK_MODES or param.mode == PPR_MODE or param.chunk_ranking == "similarity":
+    if param.mode in CHUNK_MODES or param.chunk_ranking == "similarity":
         texts.append(question)
     return texts
 

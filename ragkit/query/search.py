@@ -3,8 +3,9 @@
 - local: low-level keywords -> entity vectors -> nodes -> their edges;
 - global: high-level keywords -> relation vectors -> edges -> their endpoints;
 - naive: the question -> chunk vectors;
-- ppr: both indexes' hits as seeds -> personalized PageRank on the graph
-  around them -> entities, relations and chunks by score (``ppr``).
+- ppr: each low-level keyword -> its nearest entities as seeds (relation
+  endpoints for the high-level ones when there are none) -> personalized
+  PageRank on the graph around them -> entities, relations, chunks by score.
 
 Graph neighbourhoods are ranked by degree, then weight. Vector hits keep their
 own index's similarity; graph-found items have no score.
@@ -100,7 +101,7 @@ class Searcher:
         they support, by summed score."""
         hits: list[tuple[str, float]] = []
         # Each low-level keyword links to its own nearest entities (HippoRAG's
-        # query-entity linking); the high-level ones add relation endpoints.
+        # query-entity linking); the high-level ones only stand in for none.
         await self.embed_all([*low, keyword_text(high)] if high else low)
         for keyword in low:
             found = await self.stores.entity_vectors.query(self.vectors[keyword], self._k(ppr.SEEDS_PER_KEYWORD))
@@ -119,15 +120,18 @@ class Searcher:
         entities = [EntityItem(props[k], "ppr", scores[k], key=k) for k in ranked if props[k] is not None]
         entities = await self._restrict_entities(entities)
         chunks = ppr.chunk_scores(scores, {e.key: e.sources for e in entities})
-        kept = {e.key for e in entities[:top_k]}
-        pairs = sorted((p for p in edges if p[0] in kept and p[1] in kept),
+        entities = entities[:top_k]
+        degree = dict(zip([e.key for e in entities], await self.stores.graph.degrees([e.key for e in entities])))
+        for entity in entities:
+            entity.degree = degree[entity.key]
+        pairs = sorted((p for p in edges if p[0] in degree and p[1] in degree),
                        key=lambda p: (-ppr.tie(scores[p[0]] + scores[p[1]]), p))[:top_k]
         relations = [
-            RelationItem(edge, "ppr", scores[p[0]] + scores[p[1]], key=p)
+            RelationItem(edge, "ppr", scores[p[0]] + scores[p[1]], degree[p[0]] + degree[p[1]], key=p)
             for p, edge in zip(pairs, await self.stores.graph.get_edges(pairs))
             if edge is not None
         ]
-        return entities[:top_k], await self._restrict_relations(relations), chunks
+        return entities, await self._restrict_relations(relations), chunks
 
     # -- graph neighbourhoods --------------------------------------------------
 

@@ -119,6 +119,9 @@ async def test_ppr_reaches_the_second_hop_that_local_mode_misses(tmp_path):
         question = "Who founded the publisher of Climate Dynamics?"
         walked = await rag.aquery(question, mode="ppr", **asked)
         local = await rag.aquery(question, mode="local", **asked)
+        for item in walked.entities:  # scored by the walk, described like any entity
+            assert item["stage"] == "ppr" and item["score"] > 0
+            assert item["degree"] == (await rag.stores.graph.degrees([item["key"]]))[0] > 0
     founder = next(c for c in walked.chunks if c["content"].startswith("Springer was founded"))
     assert founder["id"] not in {c["id"] for c in local.chunks}
     assert {c["content"][:8] for c in local.chunks} == {"Climate "}

@@ -88,6 +88,16 @@ async def test_every_mode_finds_supporting_passages_for_most_questions(indexed, 
     assert found > len(questions) / 2, f"{mode}: {found}/{len(questions)}"
 
 
+@pytest.mark.parametrize("mode", CONTEXT_MODES)
+async def test_a_query_embeds_everything_it_searches_with_in_one_call(indexed, questions, mode):
+    """A model's fixed cost per call (a forward pass, an HTTP round trip) is paid once per query."""
+    async with make_rag(indexed) as rag:
+        for q in questions[:3]:
+            before = rag.embedder.calls
+            await rag.aquery(q["question"], mode=mode, only_need_context=True)
+            assert rag.embedder.calls - before == 1
+
+
 async def test_chunks_of_one_document_share_its_reference(tmp_path):
     text = "\n\n".join(
         f"Section {i}. The Haijia project buys control boards from Yingchuan, batch {i}." * 6 for i in range(6)
