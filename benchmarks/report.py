@@ -266,8 +266,9 @@ def latency_section(res: dict, lines: list[str]) -> None:
     if fw:
         lines += [
             "",
-            "The same queries without the time spent inside the embedder (both systems call the same MiniLM "
-            "through sentence-transformers; each worker times its embedding function): what the framework "
+            "The same queries without the time spent inside the embedder (both systems call MiniLM, ragkit "
+            "through ONNX Runtime and LightRAG through sentence-transformers on torch; each worker times its "
+            "embedding function): what the framework "
             "itself costs. LightRAG may embed two texts at once in separate threads, in which case its "
             "subtracted time exceeds the wall time it adds, which favours LightRAG here.",
             "",
@@ -427,6 +428,10 @@ def render(res: dict, source: str | None = None) -> str:
         f"- Versions: Python {m['python']}, ragkit {m['ragkit']}, LightRAG (lightrag-hku) {m['lightrag']}, "
         f"torch {m['torch']}, sentence-transformers {m['sentence_transformers']}.",
         f"- Command: `{res['command']}`.",
+        *[f"- Re-run afterwards, replacing its part(s) of this page: {', '.join(x['parts'])}, started "
+          f"{x['started_at']} ({x['total_s'] / 60:.1f} minutes, load average at start "
+          f"{', '.join(map(str, x.get('load_average_at_start') or []))}): `{x['command']}`."
+          for x in res.get("reruns", [])],
         "- Data: MuSiQue subset with gpt-3.5-turbo-1106 extractions (`../shared/data/musique`), replayed into "
         "each system's own extraction format (the data set's canonical rendering).",
         "",
