@@ -100,8 +100,8 @@ class OnnxEncoder:
         self.layout = layout
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         pad = _json_or_empty(folder / "tokenizer_config.json").get("pad_token") or "[PAD]"
-        pad_id = self.tokenizer.token_to_id(pad if isinstance(pad, str) else pad.get("content", "[PAD]"))
-        self.tokenizer.enable_padding(pad_id=pad_id or 0, pad_token=pad if isinstance(pad, str) else "[PAD]")
+        pad = pad if isinstance(pad, str) else pad.get("content", "[PAD]")  # str or an AddedToken dict
+        self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id(pad) or 0, pad_token=pad)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # no warnings about unused initializers on stderr
@@ -158,8 +158,7 @@ def load_encoder(folder: Path, cache_dir: Path | None) -> OnnxEncoder:
             return OnnxEncoder(folder, target, layout)
         except Exception:  # a damaged cache entry (disk full, copied half): export it again
             target.unlink()
-    export(folder, target)
-    return OnnxEncoder(folder, target, layout)
+    return export(folder, target)
 
 
 def cached_export(folder: Path, cache_dir: Path | None) -> Path:
@@ -190,8 +189,9 @@ def _version(dist: str) -> str:
         return "none"
 
 
-def export(folder: Path, target: Path) -> None:
-    """Export the folder's transformer to ``target``, check it, then move it in place.
+def export(folder: Path, target: Path) -> OnnxEncoder:
+    """Export the folder's transformer to ``target``, check it, then move it in place;
+    returns the encoder the check loaded (its session does not read the file again).
 
     Written to a temporary file and renamed, so a crash or a second process
     exporting at the same time never leaves a half-written model behind."""
@@ -223,8 +223,9 @@ def export(folder: Path, target: Path) -> None:
                 dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*INPUTS, "last_hidden_state"]},
                 opset_version=OPSET, dynamo=False,
             )
-        _check_export(folder, Path(tmp), wrapper)
+        encoder = _check_export(folder, Path(tmp), wrapper)
         os.replace(tmp, target)
+        return encoder
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -247,7 +248,7 @@ def _hidden_states(model: Any) -> Any:
     return HiddenStates().eval()  # export restores the mode it found: keep dropout off
 
 
-def _check_export(folder: Path, file: Path, wrapper: Any) -> None:
+def _check_export(folder: Path, file: Path, wrapper: Any) -> OnnxEncoder:
     """The exported graph must give torch's hidden states on real texts."""
     import torch
 
@@ -266,6 +267,7 @@ def _check_export(folder: Path, file: Path, wrapper: Any) -> None:
             f"the ONNX export of {folder} differs from torch by {worst:.2e} (> {EXPORT_TOLERANCE}): "
             'use backend = "torch" for this model'
         )
+    return encoder
 
 
 def _import(module: str) -> Any:
