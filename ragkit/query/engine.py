@@ -109,9 +109,7 @@ class Querier:
         relations: list[RelationItem] = []
         if param.mode == PPR_MODE:
             entities, relations, ranked = await searcher.ppr(keywords.low_level, keywords.high_level, param.top_k)
-            records = await self.stores.chunks.get_many([cid for cid, _ in ranked])
-            chunks = [ChunkItem.from_record(cid, rec, "ppr", score=score)
-                      for (cid, score), rec in zip(ranked, records) if rec is not None]
+            chunks = await self._chunk_items(ranked, "ppr", "score")
             dense = await searcher.chunks(question, param.chunk_top_k)
             return entities, relations, round_robin(dense, chunks)
         if param.mode in ENTITY_MODES:
@@ -135,12 +133,7 @@ class Querier:
         """Supporting chunks of the found items, merged with the vector-found ones
         (``ppr`` ranked its chunks already)."""
         ranked = [] if param.mode == PPR_MODE else rank_graph_chunks(entities, relations)
-        records = await self.stores.chunks.get_many([cid for cid, _ in ranked])
-        graph_chunks = [
-            ChunkItem.from_record(cid, rec, "graph_sources", support=support)
-            for (cid, support), rec in zip(ranked, records)
-            if rec is not None
-        ]
+        graph_chunks = await self._chunk_items(ranked, "graph_sources", "support")
         if param.chunk_ranking == "similarity" and graph_chunks:
             await self._by_similarity(await searcher.embed(question), graph_chunks)
         merged = round_robin(graph_chunks, vector_chunks)
@@ -149,6 +142,12 @@ class Querier:
             order = sorted(range(len(merged)), key=lambda i: (-float(scores[i]), i))
             merged = [merged[i] for i in order]
         return merged
+
+    async def _chunk_items(self, ranked: list, stage: str, field: str) -> list[ChunkItem]:
+        """Ranked (chunk id, value) pairs as items, ``value`` set as ``field``; gone chunks skipped."""
+        records = await self.stores.chunks.get_many([cid for cid, _ in ranked])
+        return [ChunkItem.from_record(cid, rec, stage, **{field: value})
+                for (cid, value), rec in zip(ranked, records) if rec is not None]
 
     async def _by_similarity(self, query: np.ndarray, chunks: list[ChunkItem]) -> None:
         records = await self.stores.chunk_vectors.get([c.id for c in chunks])
