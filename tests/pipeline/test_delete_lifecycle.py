@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from ragkit.pipeline.check import check
+from ragkit.pipeline.documents import list_documents, resolve_documents
 from ragkit.pipeline.index import IndexConfig
 from ragkit.rag import RAG
 from ragkit.schema import LEGACY_DELETING_FLAG, DocStatus, Document
@@ -68,6 +69,8 @@ async def test_an_interrupted_delete_is_found_by_status_and_finished(tmp_path, d
         assert [r.status for r in records] == [DocStatus.DELETING] * 2
         assert all(LEGACY_DELETING_FLAG not in r.metadata for r in records)
         assert (await rag.stores.doc_status.counts())[DocStatus.DELETING] == 2
+        listed = await list_documents(rag.stores, "deleting")
+        assert sorted(d.id for d in listed.documents) == sorted(removed) and listed.total == 2
         problems = (await check(rag.stores)).problems
         assert sorted(p.item for p in problems if p.kind == "interrupted delete") == sorted(removed)
         await finish_and_compare(rag, removed, docs, tmp_path)
@@ -90,3 +93,22 @@ async def test_a_legacy_flagged_delete_is_still_finished(tmp_path, docs):
         assert sorted(p.item for p in problems if p.kind == "interrupted delete") == sorted(removed)
         assert not [p for p in problems if p.kind == "interrupted document"]
         await finish_and_compare(rag, removed, docs, tmp_path)
+
+
+async def test_resolve_ids_and_paths(tmp_path, docs):
+    async with make_rag(tmp_path / "a") as rag:
+        await rag.indexer().insert(docs[:4])
+        # A processed document whose path has no doc_paths entry (as for
+        # insert_custom_kg) is still found, by its status record.
+        await rag.stores.doc_paths.delete(["corpus/3.txt"])
+        resolution = await resolve_documents(
+            rag.stores,
+            [docs[0].id, "corpus/1.txt", str(tmp_path / "corpus" / "2.txt"), "corpus/3.txt", "corpus/1.txt", "nope", ""],
+            cwd=tmp_path,
+        )
+        assert resolution.matches == {
+            docs[0].id: [docs[0].id], "corpus/1.txt": [docs[1].id], str(tmp_path / "corpus" / "2.txt"): [docs[2].id],
+            "corpus/3.txt": [docs[3].id], "nope": [], "": [],
+        }
+        assert resolution.unknown == ["nope", ""]
+        assert resolution.doc_ids == [d.id for d in docs[:4]]
