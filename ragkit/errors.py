@@ -14,7 +14,8 @@
     ├── GraphEditError              a graph edit that cannot be applied as asked
     │   ├── ElementNotFoundError    the entity or relation to edit does not exist
     │   └── ElementExistsError      the entity or relation to create already exists
-    └── ExportError                 an export format or target ragkit cannot write
+    ├── ExportError                 an export format or target ragkit cannot write
+    └── DocumentNotFoundError       an id or path that names no stored document
 
 Messages name the problem and the fix, because they reach users of the CLI.
 """
@@ -84,6 +85,15 @@ class ElementExistsError(GraphEditError):
 
 class ExportError(RagkitError, ValueError):
     """An export format or target that ragkit cannot write."""
+
+
+class DocumentNotFoundError(RagkitError, LookupError):
+    """Ids or paths that name no stored document; ``arguments`` lists them."""
+
+    def __init__(self, arguments: list[str]) -> None:
+        self.arguments = list(arguments)
+        named = ", ".join(repr(a) for a in self.arguments)
+        super().__init__(f"no document has the id, or was indexed from the path, {named}")
 
 
 def describe_validation_error(exc: Exception) -> str:

@@ -78,18 +78,28 @@ class DocStatus(str, Enum):
     PROCESSING = "processing"
     PROCESSED = "processed"
     FAILED = "failed"
+    DELETING = "deleting"
+    """Being deleted: set before anything is removed, so a delete cut short (a
+    crash, ``kill -9``) is found by status and finished by the next index run.
+    The record itself is removed last; nothing leaves this status."""
 
 
 # Which status changes the document lifecycle allows. Re-processing a processed
-# document (an update) goes back through pending or processing.
+# document (an update) goes back through pending or processing. Any document
+# can start being deleted.
 ALLOWED_TRANSITIONS: dict[DocStatus, frozenset[DocStatus]] = {
-    DocStatus.PENDING: frozenset({DocStatus.PROCESSING, DocStatus.FAILED}),
+    DocStatus.PENDING: frozenset({DocStatus.PROCESSING, DocStatus.FAILED, DocStatus.DELETING}),
     DocStatus.PROCESSING: frozenset(
-        {DocStatus.PROCESSED, DocStatus.FAILED, DocStatus.PENDING}
+        {DocStatus.PROCESSED, DocStatus.FAILED, DocStatus.PENDING, DocStatus.DELETING}
     ),
-    DocStatus.PROCESSED: frozenset({DocStatus.PENDING, DocStatus.PROCESSING}),
-    DocStatus.FAILED: frozenset({DocStatus.PENDING, DocStatus.PROCESSING}),
+    DocStatus.PROCESSED: frozenset({DocStatus.PENDING, DocStatus.PROCESSING, DocStatus.DELETING}),
+    DocStatus.FAILED: frozenset({DocStatus.PENDING, DocStatus.PROCESSING, DocStatus.DELETING}),
+    DocStatus.DELETING: frozenset(),
 }
+
+LEGACY_DELETING_FLAG = "ragkit_deleting"
+"""The metadata flag that marked a delete in progress before ``DocStatus.DELETING``
+existed; workspaces written then may still hold it, and recovery honours it."""
 
 
 class DocStatusRecord(BaseModel):

@@ -60,8 +60,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run="ragkit.cli.docs_cmd:run_status")
 
+    p = sub.add_parser("documents", help="list documents: id, status, chunks, updated, path, error")
+    # Checked by the listing (the statuses are listed once, in ragkit.schema,
+    # which this module does not import, to keep --help and --version fast).
+    p.add_argument("--status", help="only documents of this status (as `ragkit status` names them)")
+    p.add_argument("--limit", type=int, default=100, help="documents per page (1 to 1000; default 100)")
+    p.add_argument("--cursor", help="the next page after this one (printed at the end of a page)")
+    p.add_argument("--json", action="store_true", help="the page as JSON, with next_cursor")
+    p.set_defaults(run="ragkit.cli.docs_cmd:run_documents")
+
     p = sub.add_parser("delete", help="delete documents and what only they support")
-    p.add_argument("doc_ids", nargs="+")
+    p.add_argument("targets", nargs="+", metavar="DOC_ID_OR_PATH",
+                   help="document ids, or paths the documents were indexed from; nothing is deleted if any is unknown")
     p.set_defaults(run="ragkit.cli.docs_cmd:run_delete")
 
     p = sub.add_parser("check", help="verify consistency across stores")

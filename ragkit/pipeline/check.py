@@ -24,7 +24,7 @@ from ragkit.pipeline.graph_update import (
     write_relation_vectors,
 )
 from ragkit.pipeline.stores import Stores
-from ragkit.schema import DocStatus, utcnow
+from ragkit.schema import LEGACY_DELETING_FLAG, DocStatus, utcnow
 
 
 @dataclass
@@ -92,7 +92,9 @@ async def _check_documents(stores: Stores, report: CheckReport, chunk_keys: set,
         page = await stores.doc_status.list_page(None, 500, cursor)
         texts = await stores.full_docs.get_many([r.id for r in page.items])
         for rec, text in zip(page.items, texts):
-            if rec.status in (DocStatus.PROCESSING, DocStatus.PENDING) or rec.metadata.get("ragkit_deleting"):
+            if rec.status is DocStatus.DELETING or rec.metadata.get(LEGACY_DELETING_FLAG):
+                report.add("interrupted delete", rec.id, "the next `ragkit index` run, or `ragkit delete` of it, finishes the delete")
+            elif rec.status in (DocStatus.PROCESSING, DocStatus.PENDING):
                 report.add("interrupted document", rec.id, f"status {rec.status.value}; the next `ragkit index` run finishes it")
             if rec.status is not DocStatus.PROCESSED:
                 continue

@@ -7,7 +7,8 @@ graph update and vectors, then a flush, and only then marks them processed.
 Its summary calls go before waiting extraction calls (``llm_cache``). So a
 document is ``processed`` only when everything about it is durable, and a
 document found ``processing`` after a crash is removed and redone; the LLM
-cache makes the redo free.
+cache makes the redo free. A delete marks its documents ``deleting`` first, so
+one cut short is finished by the next run.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ragkit.pipeline.merge import Merger
 from ragkit.pipeline.stores import Stores
 from ragkit.protocols import Embedder, Tokenizer
 from ragkit.query.lines import LINE_TOKENS, chunk_line_count
-from ragkit.schema import Chunk, DocStatus, DocStatusRecord, Document, utcnow
+from ragkit.schema import LEGACY_DELETING_FLAG, Chunk, DocStatus, DocStatusRecord, Document, utcnow
 
 __all__ = ["IndexConfig", "IndexReport", "Indexer", "Progress"]
 
@@ -201,19 +202,17 @@ class Indexer:
     async def recover(self, report: IndexReport | None = None) -> list[str]:
         """Finish interrupted deletes; undo and requeue interrupted inserts, and
         retry failed documents (answers already cached cost no new calls)."""
-        interrupted: list[DocStatusRecord] = []
-        for status in (DocStatus.PROCESSING, DocStatus.PENDING, DocStatus.FAILED):
-            cursor = None
-            while True:
-                page = await self.stores.doc_status.list_page(status, 500, cursor)
-                interrupted += page.items
-                if page.next_cursor is None:
-                    break
-                cursor = page.next_cursor
-        deleting = [r.id for r in interrupted if r.metadata.get("ragkit_deleting")]
+        deleting = [r.id for r in await self._list(DocStatus.DELETING)]
+        interrupted = [
+            r for status in (DocStatus.PROCESSING, DocStatus.PENDING, DocStatus.FAILED)
+            for r in await self._list(status)
+        ]
+        # Workspaces from before DocStatus.DELETING marked a delete with a
+        # metadata flag on a "processing" record: finish those deletes too.
+        deleting += [r.id for r in interrupted if r.metadata.get(LEGACY_DELETING_FLAG)]
         if deleting:
             await self.delete(deleting)
-        redo = [r for r in interrupted if not r.metadata.get("ragkit_deleting")]
+        redo = [r for r in interrupted if not r.metadata.get(LEGACY_DELETING_FLAG)]
         if not redo:
             return deleting
         await self._remove_contribution(redo)
@@ -229,18 +228,30 @@ class Indexer:
         await self._run(requeue, report or IndexReport())
         return deleting + [r.id for r in redo]
 
+    async def _list(self, status: DocStatus) -> list[DocStatusRecord]:
+        """Every record of one status (recovery works on all of them at once)."""
+        out: list[DocStatusRecord] = []
+        cursor = None
+        while True:
+            page = await self.stores.doc_status.list_page(status, 500, cursor)
+            out += page.items
+            if page.next_cursor is None:
+                return out
+            cursor = page.next_cursor
+
     async def delete(self, doc_ids: Sequence[str], *, keep_paths: bool = False) -> list[str]:
         """Remove documents and everything derived only from them; entities and
         relations they shared are recomputed once from the remaining sources."""
         records = [r for r in await self.stores.doc_status.get(list(dict.fromkeys(doc_ids))) if r]
         if not records:
             return []
-        # Marked first, so that a crash mid-delete is finished by recover(); and
-        # made "processing", because recover() does not list processed documents.
+        # "deleting" before anything is removed, so that a crash mid-delete is
+        # found by status and finished by recover(). The legacy flag goes: the
+        # status now says it.
         await self.stores.doc_status.upsert(
             r.model_copy(update={
-                "status": DocStatus.PROCESSING, "updated_at": utcnow(),
-                "metadata": {**r.metadata, "ragkit_deleting": True},
+                "status": DocStatus.DELETING, "updated_at": utcnow(),
+                "metadata": {k: v for k, v in r.metadata.items() if k != LEGACY_DELETING_FLAG},
             })
             for r in records
         )

@@ -22,7 +22,8 @@ from ragkit.schema import (
 class DocStatusStore(BaseStore, ABC):
     """Where each document is in its lifecycle.
 
-    ``pending -> processing -> processed | failed``; the allowed changes are
+    ``pending -> processing -> processed | failed``, and ``deleting`` from any
+    of them until the record is removed; the allowed changes are
     ``ragkit.schema.ALLOWED_TRANSITIONS`` and ``transition()`` enforces them.
 
     Semantics every adapter must follow (the contract suite checks each):
@@ -88,7 +89,7 @@ class DocStatusStore(BaseStore, ABC):
         if record is None:
             raise InvalidTransitionError(f"document {id!r} has no status record; upsert it first")
         if to not in ALLOWED_TRANSITIONS[record.status]:
-            allowed = ", ".join(sorted(s.value for s in ALLOWED_TRANSITIONS[record.status]))
+            allowed = ", ".join(sorted(s.value for s in ALLOWED_TRANSITIONS[record.status])) or "none"
             raise InvalidTransitionError(
                 f"document {id!r} cannot go from {record.status.value} to {to.value} "
                 f"(allowed: {allowed})"

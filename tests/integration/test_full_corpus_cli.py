@@ -40,7 +40,7 @@ def test_all_passages_index_and_check_clean(tmp_path):
 
     out = ragkit("status", "--json", cwd=tmp_path)
     status = json.loads(out.stdout)
-    assert status["documents"] == {"pending": 0, "processing": 0, "processed": passages, "failed": 0}
+    assert status["documents"] == {"pending": 0, "processing": 0, "processed": passages, "failed": 0, "deleting": 0}
     assert status["entities"] > 10_000 and status["relations"] > 10_000
 
     out = ragkit("check", cwd=tmp_path)

@@ -68,8 +68,8 @@ def test_changed_file_replaces_its_old_version_then_delete_and_check(tmp_path, f
     assert status(tmp_path)["documents"]["processed"] == 9
 
     old_id = result["replaced"][0]
-    out = ragkit("delete", old_id, cwd=tmp_path)
-    assert out.returncode == 1 and f"{old_id}: no such document" in out.stdout  # already replaced
+    out = ragkit("delete", old_id, cwd=tmp_path)  # already replaced
+    assert out.returncode == 2 and repr(old_id) in out.stderr and "nothing was deleted" in out.stderr
     new_id = next(i for i in json.loads(ragkit("index", "corpus", "--json", cwd=tmp_path).stdout)["files"]
                   if i["path"] == "corpus/passage-0.txt")["doc_id"]
     out = ragkit("delete", new_id, cwd=tmp_path)

@@ -30,7 +30,7 @@ import pytest
 
 from ragkit.pipeline.check import check
 from ragkit.pipeline.stores import Stores
-from ragkit.schema import DocStatus
+from ragkit.schema import LEGACY_DELETING_FLAG, DocStatus
 from ragkit.settings import Settings
 from ragkit.testing.snapshot import store_snapshot
 
@@ -49,7 +49,7 @@ KILL_POINTS = {
     # step 1: a second insert over a workspace that already holds documents
     "second run, mid-commit": "1/extractions.upsert/2/after",
     "second run, extracting": "1/llm/10/after",
-    # step 2: delete
+    # step 2: delete (the documents are left "deleting")
     "delete, contribution removed": "2/graph.flush/1/after",
     "delete, before status removed": "2/full_docs.delete/1/after",
     # step 3: a changed file replaces its old version
@@ -147,7 +147,18 @@ async def test_kill_9_then_restart_equals_uninterrupted_run(tmp_path, reference,
     (the diff names the store), or re-asked the model for cached chunks."""
     proc = run_worker(tmp_path, "--kill", point)
     assert proc.returncode == -signal.SIGKILL, f"worker was not killed at {point}:\n{proc.stderr}"
+    if point.startswith("2/"):
+        await deletes_marked_by_status(tmp_path)
     await restart_and_compare(tmp_path, reference)
+
+
+async def deletes_marked_by_status(workdir: Path) -> None:
+    """Killed mid-delete: the documents being deleted are found by their status
+    (not by a metadata flag), and ``check`` reports them."""
+    snap = await full_snapshot(workdir)
+    deleting = {i: meta for i, (status, _, meta, _) in snap["doc_status"].items() if status == DocStatus.DELETING.value}
+    assert len(deleting) == 3 and not any(LEGACY_DELETING_FLAG in meta for meta in deleting.values())
+    assert sorted(item for kind, item in snap["check_problems"] if kind == "interrupted delete") == sorted(deleting)
 
 
 async def test_kill_9_at_a_random_moment(tmp_path, reference):

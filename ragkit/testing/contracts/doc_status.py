@@ -265,7 +265,7 @@ class DocStatusPagingTests:
         :limit``, with the cursor being the last id returned (not an offset).
         """
         statuses = list(DocStatus)
-        recs = {f"doc-{i:02d}": record(f"doc-{i:02d}", statuses[i % 4]) for i in range(15)}
+        recs = {f"doc-{i:02d}": record(f"doc-{i:02d}", statuses[i % len(statuses)]) for i in range(15)}
         await adapter.upsert(recs.values())
         assert await _walk(adapter, None, limit) == sorted(recs)
         for s in DocStatus:
@@ -361,18 +361,21 @@ class DocStatusTransitionTests:
 
     async def test_full_lifecycle(self, adapter):
         """pending -> processing -> failed -> pending -> processing -> processed
-        -> pending works, and counts follow each step.
+        -> pending -> deleting works, and counts follow each step; nothing
+        leaves deleting.
 
         Troubleshoot: see ``ALLOWED_TRANSITIONS`` in ragkit.schema.
         """
         await adapter.upsert([record("d")])
         path = [DocStatus.PROCESSING, DocStatus.FAILED, DocStatus.PENDING, DocStatus.PROCESSING,
-                DocStatus.PROCESSED, DocStatus.PENDING]
+                DocStatus.PROCESSED, DocStatus.PENDING, DocStatus.DELETING]
         for step in path:
             out = await adapter.transition("d", step, error="e")
             assert out.status is step
             assert (await adapter.counts())[step] == 1
             assert (await adapter.get(["d"]))[0].status is step
+        with pytest.raises(InvalidTransitionError):
+            await adapter.transition("d", DocStatus.PENDING)
 
 
 class DocStatusLifecycleTests:
@@ -466,7 +469,7 @@ class DocStatusConcurrencyTests:
 
         await asyncio.gather(*(writer(t) for t in range(40)))
         assert await adapter.counts() == {
-            DocStatus.PENDING: 0, DocStatus.PROCESSING: 120, DocStatus.PROCESSED: 0, DocStatus.FAILED: 40
+            **{s: 0 for s in DocStatus}, DocStatus.PROCESSING: 120, DocStatus.FAILED: 40
         }
         listed = await _walk(adapter, None, 50)
         assert listed == sorted(f"t{t:02d}-{i}" for t in range(40) for i in (0, 2, 3, 4))
