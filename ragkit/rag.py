@@ -32,6 +32,7 @@ Event loops (decisions, in one place):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -222,7 +223,8 @@ class RAG:
             await self.stores.open()
         except BaseException:
             self._loops.home = None
-            await self.stores.close()
+            with contextlib.suppress(Exception):  # the open's own error is the one to report
+                await self.stores.close()
             raise
 
     async def aclose(self) -> None:
