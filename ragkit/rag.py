@@ -1,27 +1,59 @@
 """The Python API: ``RAG`` ties settings, stores, models and the pipeline together.
 
-Async methods are the real ones (``ainsert``, ``adelete``, ``astatus``); the
-sync names wrap them with ``asyncio.run`` for scripts and notebooks.
+Every operation is an async method (``ainsert``, ``aquery``, ``adelete``...)
+with a sync twin of the same signature (``insert``, ``query``, ``delete``...).
+
+Event loops (decisions, in one place):
+
+- A RAG's stores, and the model clients, belong to the event loop that opened
+  them, its *home* loop: network clients and locks are bound to a loop.
+- Sync methods run on a loop the object owns, in a daemon thread started by the
+  first sync call; the stores stay open between calls. The caller's own loop is
+  never used, so they work inside a running loop too (a notebook cell, a
+  FastAPI handler), blocking it while they wait.
+- An async method awaited on another loop than the home loop runs on the home
+  loop (and is awaited from the caller's): ``rag.insert(...)`` in one notebook
+  cell and ``await rag.aquery(...)`` in the next just work. A stream is relayed
+  piece by piece. Only RAG's methods are routed: ``rag.stores``,
+  ``rag.indexer()`` and ``rag.querier()`` are for code running on the home loop.
+- A sync method called on the home loop's own thread (after an async call in
+  the same loop, or from a progress callback) would wait for the loop it blocks:
+  it raises a ``RuntimeError`` naming the async twin. So does any call while the
+  stores are open on a loop that has stopped (``asyncio.run`` ended without
+  ``aclose``).
+- ``close()`` / ``aclose()`` (or leaving ``with RAG() as rag:`` /
+  ``async with RAG() as rag:``) closes the stores and model clients and stops
+  the owned loop thread. The object stays usable: the next call opens again.
+- A RAG never closed does not hold up the interpreter's exit (a daemon thread),
+  and a ``weakref.finalize`` closes its stores when it is collected or at exit
+  (every write operation has already flushed them by then).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Iterable
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from ragkit.backends import build_model
 from pydantic import ValidationError
 
-from ragkit.errors import ConfigError, InvalidValueError, describe_validation_error
+from ragkit._loop_thread import LoopThread, await_on, call_on, iterate_on, relay_from
+from ragkit.backends import build_model
+from ragkit.errors import InvalidValueError, describe_validation_error
 from ragkit.offline import default_llm
+from ragkit.pipeline.edit import CustomKG, CustomKGReport, GraphEditor
+from ragkit.pipeline.export import ExportSummary, export_graph
 from ragkit.pipeline.index import IndexConfig, Indexer, IndexReport, Progress
 from ragkit.pipeline.llm_cache import CachedLLM
 from ragkit.pipeline.load import LoadReport, load_documents
-from ragkit.pipeline.edit import CustomKG, CustomKGReport, GraphEditor
-from ragkit.pipeline.export import ExportSummary, export_graph
 from ragkit.pipeline.stores import Stores
 from ragkit.plugins import create_model
 from ragkit.protocols import LLM, Embedder, Reranker, Tokenizer
@@ -29,19 +61,75 @@ from ragkit.query.engine import Querier
 from ragkit.schema import DocStatus, Document, QueryParam, QueryResult
 from ragkit.settings import Settings, load_settings
 
+P = ParamSpec("P")
 T = TypeVar("T")
+AsyncMethod = Callable[Concatenate["RAG", P], Coroutine[Any, Any, T]]
+
+log = logging.getLogger(__name__)
+
+_STOPPED_HOME = (
+    "this RAG's stores are open on an event loop that is no longer running (an asyncio.run that "
+    "ended without `await rag.aclose()`?). Fix: call rag.close() (or `await rag.aclose()`) once, "
+    "then use `async with RAG(...) as rag:` inside one asyncio.run, or only the sync methods "
+    "(rag.insert, rag.query), which keep a loop of their own"
+)
+_SYNC_ON_HOME = (
+    "a sync RAG method was called on the event loop that has this RAG's stores open, which it "
+    "would have to block while waiting for it. Fix: await the async twin here "
+    "(`await rag.aquery(...)` for rag.query, `await rag.ainsert(...)` for rag.insert...)"
+)
 
 
-def _sync(method: Callable[..., Awaitable[T]]) -> Callable[..., T]:
-    """The sync twin of an async ``RAG`` method: its own event loop, stores
-    closed after (see ``RAG._once``)."""
+def _on_home_loop(method: AsyncMethod[P, T]) -> AsyncMethod[P, T]:
+    """An async method that runs on the RAG's home loop even when awaited on another."""
 
     @functools.wraps(method)
-    def run(self: RAG, *args: Any, **kwargs: Any) -> T:
-        return asyncio.run(self._once(method(self, *args, **kwargs)))
+    async def run(self: RAG, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        home = self._home_elsewhere()
+        if home is None:
+            return await method(self, *args, **kwargs)
+        result = await await_on(home, method(self, *args, **kwargs))
+        if isinstance(result, QueryResult) and result.stream is not None:
+            result.stream = relay_from(home, result.stream)
+        return result
 
-    run.__name__ = run.__qualname__ = method.__name__.removeprefix("a")
     return run
+
+
+def _sync(method: AsyncMethod[P, T]) -> Callable[Concatenate[RAG, P], T]:
+    """The sync twin of an async method: the same parameters and result (and
+    so the same signature for ``inspect`` and type checkers), run on the home loop."""
+
+    @functools.wraps(method)
+    def run(self: RAG, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._wait(method(self, *args, **kwargs))
+
+    run.__name__ = method.__name__.removeprefix("a")
+    run.__qualname__ = f"RAG.{run.__name__}"
+    return run
+
+
+@dataclass
+class _Loops:
+    """Where a RAG's work runs; shared with its finalizer, which must not hold the RAG."""
+
+    home: asyncio.AbstractEventLoop | None = None
+    """The loop the stores are open on; ``None`` while they are closed."""
+    thread: LoopThread | None = None
+    """The sync API's own loop, once a sync method has run."""
+
+
+def _close_when_collected(loops: _Loops, stores: Stores) -> None:
+    thread = loops.thread
+    if thread is None or not thread.alive:
+        return
+    if loops.home is thread.loop and not thread.is_current():
+        try:
+            call_on(thread.loop, stores.close(), timeout=30)
+        except Exception as exc:  # at exit, nobody is left to raise to
+            log.warning("closing the stores of an unclosed RAG failed: %s", exc)
+    loops.home = None
+    thread.stop()
 
 
 class RAG:
@@ -66,28 +154,124 @@ class RAG:
         self.index_config = index or self.settings.index
         self.progress = progress
         self.stores = Stores.from_settings(self.settings, self.embedder.dimension)
-        self._opened = False
         self._cached_llm: CachedLLM | None = None
+        self._loops = _Loops()
+        self._opening: asyncio.Future[None] | None = None
+        self._thread_lock = threading.Lock()
+        self._finalizer: weakref.finalize | None = None
+
+    # -- event loops -------------------------------------------------------------
+
+    def _home_elsewhere(self, closing: bool = False) -> asyncio.AbstractEventLoop | None:
+        """The home loop when an async call must be sent there; ``None``: run here.
+        A stopped home loop is an error, except for closing, which then closes
+        the stores here as well as they can be."""
+        home = self._loops.home
+        if home is None or home is asyncio.get_running_loop():
+            return None
+        if home.is_running():
+            return home
+        if closing:
+            return None
+        raise RuntimeError(_STOPPED_HOME)
+
+    def _loop_for_sync(self, closing: bool = False) -> asyncio.AbstractEventLoop:
+        home = self._loops.home
+        if home is not None and home.is_running():
+            if _running_loop() is home:
+                raise RuntimeError(_SYNC_ON_HOME)
+            return home
+        if home is not None and not closing:
+            raise RuntimeError(_STOPPED_HOME)
+        return self._own_loop()
+
+    def _own_loop(self) -> asyncio.AbstractEventLoop:
+        with self._thread_lock:
+            thread = self._loops.thread
+            if thread is None or not thread.alive:
+                thread = self._loops.thread = LoopThread()
+                if self._finalizer is None:
+                    self._finalizer = weakref.finalize(self, _close_when_collected, self._loops, self.stores)
+            if thread.is_current():
+                raise RuntimeError(_SYNC_ON_HOME)
+            return thread.loop
+
+    def _wait(self, coro: Coroutine[Any, Any, T], closing: bool = False) -> T:
+        """Run ``coro`` on the home loop (the own loop when nothing is open) and wait."""
+        try:
+            loop = self._loop_for_sync(closing)
+        except BaseException:
+            coro.close()  # never started: no "coroutine was never awaited" warning
+            raise
+        return call_on(loop, coro)
 
     # -- lifecycle -------------------------------------------------------------
 
+    @_on_home_loop
     async def aopen(self) -> RAG:
-        if not self._opened:
-            await self.stores.open()
-            self._opened = True
+        """Open the stores on the running loop, which becomes the home loop;
+        every method opens them on first use, so this is optional."""
+        if self._loops.home is None:
+            self._loops.home = asyncio.get_running_loop()  # concurrent callers wait below, not open twice
+            self._opening = asyncio.ensure_future(self._open_stores())
+        if self._opening is not None and not self._opening.done():
+            await asyncio.shield(self._opening)
         return self
 
+    async def _open_stores(self) -> None:
+        try:
+            await self.stores.open()
+        except BaseException:
+            self._loops.home = None
+            with contextlib.suppress(Exception):  # the open's own error is the one to report
+                await self.stores.close()
+            raise
+
     async def aclose(self) -> None:
-        if self._opened:
+        """Close the stores and the model clients, and stop the sync API's loop
+        thread; the object stays usable (the next call opens again)."""
+        home = self._home_elsewhere(closing=True)
+        await (self._close_here() if home is None else await_on(home, self._close_here()))
+        thread = self._loops.thread
+        if thread is not None and not thread.is_current():
+            self._loops.thread = None
+            await asyncio.to_thread(thread.stop)
+
+    def close(self) -> None:
+        """Sync form of ``aclose``."""
+        if self._loops.home is not None:
+            self._wait(self._close_here(), closing=True)
+        thread, self._loops.thread = self._loops.thread, None
+        if thread is not None:
+            thread.stop()
+
+    async def _close_here(self) -> None:
+        opening = self._opening
+        if opening is not None and not opening.done() and opening.get_loop() is asyncio.get_running_loop():
+            await asyncio.wait([opening])  # an open still under way: close what it opens
+        if self._loops.home is None:
+            return
+        try:
             await self.stores.close()
-            self._opened = False
-        self._cached_llm = None  # its semaphore belongs to this event loop
+        finally:
+            self._loops.home = None
+            llm = self._cached_llm.llm if self._cached_llm is not None else None
+            for model in (llm, self.embedder, self.reranker):
+                close = getattr(model, "aclose", None)
+                if close is not None:
+                    await close()  # a remote model's HTTP client belongs to this loop
 
     async def __aenter__(self) -> RAG:
         return await self.aopen()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    def __enter__(self) -> RAG:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def llm(self) -> CachedLLM:
@@ -103,20 +287,27 @@ class RAG:
 
     # -- write side ------------------------------------------------------------
 
+    @_on_home_loop
     async def ainsert(
-        self, inputs: str | Path | Document | Iterable[str | Path | Document]
+        self,
+        texts: str | Iterable[str] | None = None,
+        *,
+        paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
+        documents: Document | Iterable[Document] | None = None,
     ) -> tuple[LoadReport, IndexReport]:
-        """Index texts, files or folders; returns the load and index reports."""
-        if isinstance(inputs, (str, Path, Document)):
-            inputs = [inputs]
-        loaded = load_documents(inputs)
+        """Index ``texts`` (each string is a document's content, never a path),
+        the files and folders in ``paths`` and ready ``documents``; returns the
+        load and index reports."""
+        loaded = load_documents(_inputs(texts, paths, documents))
         await self.aopen()
         return loaded, await self.indexer().insert(loaded.documents)
 
+    @_on_home_loop
     async def adelete(self, doc_ids: Iterable[str]) -> list[str]:
         await self.aopen()
         return await self.indexer().delete(list(doc_ids))
 
+    @_on_home_loop
     async def astatus(self) -> dict[str, int]:
         await self.aopen()
         counts = await self.stores.doc_status.counts()
@@ -127,8 +318,10 @@ class RAG:
     def querier(self) -> Querier:
         return Querier(self.stores, self.llm, self.embedder, self.tokenizer, self.reranker)
 
+    @_on_home_loop
     async def aquery(self, question: str, param: QueryParam | None = None, **options: Any) -> QueryResult:
-        """Answer ``question``; ``options`` are QueryParam fields (``mode="local"``)."""
+        """Answer ``question``; ``options`` are QueryParam fields (``mode="local"``).
+        With ``stream=True``, ``result.stream`` is an async iterator of answer pieces."""
         # Validated as one model, so options given as keywords are checked too.
         try:
             param = QueryParam.model_validate({**(param or QueryParam()).model_dump(), **options})
@@ -138,21 +331,17 @@ class RAG:
         return await self.querier().query(question, param)
 
     def query(self, question: str, param: QueryParam | None = None, **options: Any) -> QueryResult:
-        """Sync form; with ``stream=True`` use ``aquery`` (a stream needs a running loop)."""
-        if options.get("stream") or (param is not None and param.stream):
-            raise ConfigError("stream=True needs the async API: `async for piece in (await rag.aquery(...)).stream`")
-        return asyncio.run(self._once(self.aquery(question, param, **options)))
+        """Sync form of ``aquery``; with ``stream=True``, ``result.stream`` is a
+        plain iterator of answer pieces (``answer`` is set once it ends)."""
+        result = self._wait(self.aquery(question, param, **options))
+        if result.stream is not None:
+            result.stream = iterate_on(self._loop_for_sync(), result.stream)
+        return result
 
+    open = _sync(aopen)
     insert = _sync(ainsert)
     delete = _sync(adelete)
     status = _sync(astatus)
-
-    async def _once(self, coro: Any) -> Any:
-        """Sync calls each run in their own event loop, so stores are closed after."""
-        try:
-            return await coro
-        finally:
-            await self.aclose()
 
     # -- graph editing and export ------------------------------------------------
 
@@ -165,38 +354,48 @@ class RAG:
         await self.aopen()
         return await getattr(self.editor(), op)(*args, **kwargs)
 
+    @_on_home_loop
     async def acreate_entity(self, name: str, type: str = "entity", description: str = "") -> dict:
         return await self._edit("create_entity", name, type, description)
 
+    @_on_home_loop
     async def aedit_entity(self, name: str, *, description: str | None = None, type: str | None = None) -> dict:
         return await self._edit("edit_entity", name, description=description, type=type)
 
+    @_on_home_loop
     async def arename_entity(self, old: str, new: str) -> dict:
         return await self._edit("rename_entity", old, new)
 
+    @_on_home_loop
     async def adelete_entity(self, name: str) -> None:
         await self._edit("delete_entity", name)
 
+    @_on_home_loop
     async def amerge_entities(self, sources: list[str], target: str) -> dict:
         return await self._edit("merge_entities", sources, target)
 
+    @_on_home_loop
     async def acreate_relation(
         self, source: str, target: str, keywords: str = "", description: str = "", strength: float = 1.0
     ) -> dict:
         return await self._edit("create_relation", source, target, keywords, description, strength)
 
+    @_on_home_loop
     async def aedit_relation(
         self, source: str, target: str, *,
         keywords: str | None = None, description: str | None = None, weight: float | None = None,
     ) -> dict:
         return await self._edit("edit_relation", source, target, keywords=keywords, description=description, weight=weight)
 
+    @_on_home_loop
     async def adelete_relation(self, source: str, target: str) -> None:
         await self._edit("delete_relation", source, target)
 
+    @_on_home_loop
     async def ainsert_custom_kg(self, kg: CustomKG | dict) -> CustomKGReport:
         return await self._edit("insert_custom_kg", CustomKG.model_validate(kg))
 
+    @_on_home_loop
     async def aexport(self, path: str | Path, format: str | None = None) -> ExportSummary:
         """Needs no LLM: it only reads the stores."""
         await self.aopen()
@@ -214,7 +413,66 @@ class RAG:
     export = _sync(aexport)
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def _model(kind: str, given: Any, settings: Settings) -> Any:
     if given is None:
         return build_model(settings, kind)
     return create_model(kind, given) if isinstance(given, str) else given
+
+
+# -- what insert accepts ----------------------------------------------------------
+
+
+def _inputs(texts: Any, paths: Any, documents: Any) -> list[str | Path | Document]:
+    """The inputs of ``insert`` for the loader, each of the kind its argument
+    says (a string in ``texts`` is content, in ``paths`` a path), or a
+    ``TypeError`` that names the right argument for a misplaced one."""
+    if texts is None and paths is None and documents is None:
+        raise TypeError("insert() needs something to index: texts, paths=[...] or documents=[...]")
+    found: list[str | Path | Document] = []
+    found += _items("texts", texts, str)
+    for path in _items("paths", paths, (str, os.PathLike)):
+        if not os.fspath(path).strip():
+            raise ValueError("insert(): an empty path in paths= (it would mean the current folder); drop it")
+        found.append(Path(path))
+    found += _items("documents", documents, Document)
+    return found
+
+
+_WHERE = {
+    "texts": "texts (the first argument) takes strings, the contents to index",
+    "paths": "paths= takes files and folders, as strings or Path objects",
+    "documents": "documents= takes ragkit.schema.Document objects",
+}
+
+
+def _items(name: str, value: Any, kind: type | tuple[type, ...]) -> list[Any]:
+    if value is None:
+        return []
+    single = isinstance(value, (str, bytes, os.PathLike, Document, Mapping)) or not isinstance(value, Iterable)
+    items = [value] if single else list(value)
+    for item in items:
+        if not isinstance(item, kind):
+            raise TypeError(f"insert(): {_WHERE[name]}; got {_short(item)}. {_fix(item)}")
+    return items
+
+
+def _fix(item: Any) -> str:
+    if isinstance(item, os.PathLike):
+        return "Fix: pass files and folders as paths=[...]"
+    if isinstance(item, Document):
+        return "Fix: pass Document objects as documents=[...]"
+    if isinstance(item, bytes):
+        return "Fix: decode the bytes to a string first"
+    return "Fix: give texts as strings, files as paths=[...], Document objects as documents=[...]"
+
+
+def _short(item: Any) -> str:
+    text = repr(item)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -241,7 +241,8 @@ class QueryResult(BaseModel):
     prompt: str | None = None
     """The answer call's full prompt (``only_need_prompt``)."""
     stream: Any = Field(default=None, exclude=True, repr=False)
-    """With ``stream=True``: an async iterator of answer pieces; ``answer`` is set once it ends."""
+    """With ``stream=True``: the answer pieces (an async iterator from ``aquery``, a
+    plain one from ``query``); ``answer`` is set once it ends."""
     context: str = ""
     entities: list[dict[str, Any]] = Field(default_factory=list)
     relations: list[dict[str, Any]] = Field(default_factory=list)

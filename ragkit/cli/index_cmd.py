@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import sys
 import time
+from pathlib import Path
 
 from ragkit.cli.output import print_json
 from ragkit.rag import RAG
@@ -47,7 +48,7 @@ async def _index(args: argparse.Namespace) -> dict:
     rag = RAG(settings)
     from ragkit.pipeline.load import load_documents
 
-    loaded = load_documents(args.paths, strings_are="paths")
+    loaded = load_documents(_as_paths(args.paths))
     progress = ProgressLine(len(loaded.documents), lambda: rag._cached_llm.stats if rag._cached_llm else None)
     rag.progress = progress
     async with rag:
@@ -72,6 +73,12 @@ async def _index(args: argparse.Namespace) -> dict:
     }
 
 
+def _as_paths(args: list[str]) -> list[Path | str]:
+    """The arguments as paths; an empty one (an unset shell variable) stays an
+    empty text, which loads nothing, instead of becoming the current folder."""
+    return [Path(arg) if arg.strip() else arg for arg in args]
+
+
 EMBEDDED = {"kv": "sqlite", "vector": "numpy", "graph": "networkx", "doc_status": "sqlite"}
 
 
@@ -81,7 +88,7 @@ async def _dry_run(args: argparse.Namespace) -> dict:
     from ragkit.pipeline.load import load_documents
 
     settings = load_settings(args.config).settings
-    loaded = load_documents(args.paths, strings_are="paths")
+    loaded = load_documents(_as_paths(args.paths))
     rag = RAG(settings)
     model_id = rag.llm.llm.model_id  # the configured model, or the offline default
     embedded = all(getattr(settings, kind).name == name for kind, name in EMBEDDED.items())

@@ -4,7 +4,6 @@ error messages that name the fix. See ``ragkit.models.http``."""
 
 from ragkit.models.http import (
     Failure,
-    LoopLocal,
     ModelCalls,
     RemoteModel,
     RemoteOptions,
@@ -25,7 +24,6 @@ from ragkit.models.http import (
 
 __all__ = [
     "Failure",
-    "LoopLocal",
     "ModelCalls",
     "RemoteModel",
     "RemoteOptions",

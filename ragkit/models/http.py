@@ -2,8 +2,8 @@
 calls in flight and one usage log, shared by every remote model adapter.
 
 An adapter subclasses ``RemoteModel`` (which resolves ``base_url`` and the
-API key from ``RemoteOptions`` and the environment, and makes one client per
-event loop) and sends every request through ``self.calls``::
+API key from ``RemoteOptions`` and the environment, and makes its client on
+first use) and sends every request through ``self.calls``::
 
     response = await self.calls.run(lambda: self.client().chat.completions.create(...))
     async for chunk in self.calls.stream(lambda: self.client().chat(..., stream=True)):
@@ -34,13 +34,13 @@ import math
 import os
 import random
 import time
-import weakref
 from collections import Counter, defaultdict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+import anyio
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
@@ -315,33 +315,6 @@ def describe_failure(failure: Failure, service: Service, attempts: int) -> str:
     return messages[failure.reason]
 
 
-# -- one object per event loop --------------------------------------------------------
-
-
-class LoopLocal(Generic[T]):
-    """One ``factory()`` result per running event loop.
-
-    asyncio semaphores and HTTP connection pools belong to the loop they were
-    first used on; an adapter used from several ``asyncio.run`` calls (a CLI,
-    a test suite) gets a fresh one in each loop instead of an error.
-    """
-
-    def __init__(self, factory: Callable[[], T]) -> None:
-        self._factory = factory
-        self._items: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, T] = weakref.WeakKeyDictionary()
-
-    def get(self) -> T:
-        loop = asyncio.get_running_loop()
-        item = self._items.get(loop)
-        if item is None:
-            item = self._items[loop] = self._factory()
-        return item
-
-    def pop(self) -> T | None:
-        """Forget (and return) the current loop's object, e.g. to close it."""
-        return self._items.pop(asyncio.get_running_loop(), None)
-
-
 # -- the call runner ------------------------------------------------------------------
 
 
@@ -366,7 +339,8 @@ class ModelCalls:
         self.service = service
         self.max_concurrency = max_concurrency
         self._errors = {"timeouts": timeouts, "connection_errors": connection_errors}
-        self._slots: LoopLocal[asyncio.Semaphore] = LoopLocal(lambda: asyncio.Semaphore(max_concurrency))
+        # anyio's semaphore is not bound to the event loop it was first used on.
+        self._slots = anyio.Semaphore(max_concurrency)
         self.retries = 0
         """Retries made so far, all calls together."""
 
@@ -374,7 +348,7 @@ class ModelCalls:
         """``await call()`` with retries; raises ``ModelError`` when giving up."""
         for attempt in range(1, self.policy.max_retries + 2):
             try:
-                async with self._slots.get():
+                async with self._slots:
                     return await call()
             except ModelError:
                 raise
@@ -386,14 +360,13 @@ class ModelCalls:
         """The items of ``await open_stream()``, retried until the first item
         arrives; a failure after that raises ``ModelError`` without a retry."""
         for attempt in range(1, self.policy.max_retries + 2):
-            slot = self._slots.get()
-            await slot.acquire()
+            await self._slots.acquire()
             items: AsyncIterator[T] | None = None
             try:
                 items = await open_stream()
                 first = await anext(items)
             except BaseException as exc:  # cancellation too: the slot must come back
-                slot.release()
+                self._slots.release()
                 await _aclose(items)
                 if isinstance(exc, StopAsyncIteration):
                     return
@@ -410,7 +383,7 @@ class ModelCalls:
             except Exception as exc:
                 raise self._broken_stream(exc) from exc
             finally:
-                slot.release()
+                self._slots.release()
                 await _aclose(items)
             return
 
@@ -503,7 +476,7 @@ class UsageLog:
 class RemoteModel(ModelAdapter):
     """Base of model adapters that call a service: resolves ``base_url`` and
     the API key, and owns the call runner (``self.calls``), the usage log
-    (``self.usage``) and one client per event loop (``self.client()``).
+    (``self.usage``) and the client (``self.client()``, made on first use).
 
     A subclass sets the attributes below (per instance in ``configure``),
     implements ``new_client`` and ``client_errors`` (and ``close_client`` when
@@ -540,7 +513,7 @@ class RemoteModel(ModelAdapter):
             timeouts=timeouts,
             connection_errors=connection_errors,
         )
-        self._clients: LoopLocal[Any] = LoopLocal(self.new_client)
+        self._client: tuple[Any, asyncio.AbstractEventLoop] | None = None
 
     def configure(self) -> None:
         """Called once the options are parsed, before anything is resolved:
@@ -572,14 +545,26 @@ class RemoteModel(ModelAdapter):
         await client.close()
 
     def client(self) -> Any:
-        """This event loop's client (made on first use)."""
-        return self._clients.get()
+        """The client, made on first use; it belongs to the event loop it was made
+        on, like its connections (``RAG`` runs every call on one loop)."""
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._client[1] is not loop:
+            if not self._client[1].is_closed():
+                raise RuntimeError(
+                    f"the {self.name} {self.section} adapter is in use on another event loop, which its "
+                    "HTTP connections belong to. Fix: use one adapter object per event loop, or "
+                    "`await adapter.aclose()` on the first loop before using it on another"
+                )
+            self._client = None  # its loop has ended, and its connections with it
+        if self._client is None:
+            self._client = (self.new_client(), loop)
+        return self._client[0]
 
     async def aclose(self) -> None:
-        """Close this event loop's client; the adapter stays usable."""
-        client = self._clients.pop()
-        if client is not None:
-            await self.close_client(client)
+        """Close the client; the adapter stays usable (the next call makes a new one)."""
+        made, self._client = self._client, None
+        if made is not None and not made[1].is_closed():  # else it went with its loop
+            await self.close_client(made[0])
 
 
 # -- helpers for options --------------------------------------------------------------

@@ -5,13 +5,11 @@ input never stops the run: the other inputs are still loaded.
 
 Rules (decisions, in one place):
 
-- Inputs: a ``Document`` passes through; a ``Path`` is always a path; a ``str``
-  is a path when it names something on disk, or when it looks like one: one
-  line that ends with a separator, or has a separator or a loadable extension
-  and no whitespace, or has both (``my docs/a b.md``). So a mistyped
-  ``notes.md`` fails as "not found" instead of being indexed as an
-  eight-character text, while "Please read README.md" is text.
-  ``strings_are="paths"`` or ``"text"`` turns the guessing off.
+- Inputs: the type says what an input is, nothing is guessed: a ``Document``
+  passes through, a ``Path`` (any ``os.PathLike``) is a file or folder, a
+  ``str`` is a text to index (``"Q3/Q4"`` and ``"notes.md"`` included). Callers
+  holding path strings wrap them in ``Path`` (``RAG.insert(paths=...)`` and the
+  CLI do).
 - Files load when their extension is in ``TEXT_EXTENSIONS`` (case-insensitive);
   others are skipped. Inside a folder those are summed up in one item per folder
   input, so a folder of images does not bury the report.
@@ -43,7 +41,7 @@ import threading
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Literal
 
 from ragkit.schema import Document
@@ -57,7 +55,6 @@ TEXT_EXTENSIONS: frozenset[str] = frozenset(
 )
 
 Outcome = Literal["loaded", "loaded_with_replacements", "skipped", "failed"]
-StringsAre = Literal["auto", "paths", "text"]
 
 
 @dataclass
@@ -90,7 +87,6 @@ def load_documents(
     *,
     max_files: int | None = None,
     extensions: Collection[str] = TEXT_EXTENSIONS,
-    strings_are: StringsAre = "auto",
 ) -> LoadReport:
     """Load every input; ``max_files`` caps how many files are read in total."""
     if max_files is not None and max_files < 0:
@@ -102,28 +98,10 @@ def load_documents(
         elif isinstance(item, os.PathLike):
             loader.add_path(Path(item))
         elif isinstance(item, str):
-            if not item.strip():
-                loader.add_raw_text(item, f"<text #{n}>")  # never Path(""), which is "."
-            elif strings_are == "paths" or (strings_are == "auto" and _looks_like_path(item, loader.extensions)):
-                loader.add_path(Path(item))
-            else:
-                loader.add_raw_text(item, f"<text #{n}>")
+            loader.add_raw_text(item, f"<text #{n}>")
         else:
             loader.item(f"<input #{n}>", "failed", f"not a text, path or Document: {type(item).__name__}")
     return loader.report
-
-
-def _looks_like_path(text: str, extensions: frozenset[str]) -> bool:
-    if "\n" in text or len(text) > 1024:
-        return False
-    if os.path.lexists(text):
-        return True
-    if text.endswith(("/", os.sep)):
-        return True
-    has_sep = "/" in text or os.sep in text
-    has_space = any(c.isspace() for c in text)
-    loadable = PurePath(text).suffix.lower() in extensions
-    return (has_sep and (loadable or not has_space)) or (loadable and not has_space)
 
 
 # --- reading and decoding --------------------------------------------------------

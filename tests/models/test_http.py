@@ -15,8 +15,8 @@ import pytest
 
 from ragkit.errors import ConfigError, ModelError
 from ragkit.models import (
-    LoopLocal,
     ModelCalls,
+    RemoteModel,
     RemoteOptions,
     RetryPolicy,
     Service,
@@ -231,15 +231,72 @@ async def test_a_stream_left_early_gives_its_slot_back():
     assert out == "free"
 
 
-def test_loop_local_gives_one_object_per_event_loop():
-    made = LoopLocal(object)
+def test_the_concurrency_limit_is_not_bound_to_one_event_loop():
+    """A limit saturated in one loop, then in another: asyncio's own semaphore
+    would raise "bound to a different event loop" in the second."""
+    runner, peaks = calls(max_concurrency=2), []
 
-    async def twice():
-        return made.get(), made.get()
+    async def saturate():
+        active = peak = 0
 
-    a1, a2 = asyncio.run(twice())
-    b1, _ = asyncio.run(twice())
-    assert a1 is a2 and a1 is not b1
+        async def call():
+            nonlocal active, peak
+            active += 1
+            peak = max(peak, active)
+            await asyncio.sleep(0.005)
+            active -= 1
+
+        await asyncio.gather(*(runner.run(call) for _ in range(6)))
+        return peak
+
+    peaks = [asyncio.run(saturate()), asyncio.run(saturate())]
+    assert peaks == [2, 2]
+
+
+class Client:
+    closed = False
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+class Remote(RemoteModel):
+    name = "test"
+    Options = RemoteOptions
+
+    def new_client(self) -> Client:
+        return Client()
+
+
+def test_a_client_belongs_to_the_loop_it_was_made_on():
+    """One client per adapter; a loop that has ended takes its client along,
+    aclose() closes it, and a second live loop gets an error naming the fix."""
+    model = Remote()
+
+    async def client() -> Client:
+        return model.client()
+
+    first = asyncio.run(client())
+    second = asyncio.run(client())  # the first loop has ended: a new client
+    assert first is not second and not first.closed
+
+    async def same_loop_twice_then_close() -> tuple[bool, bool]:
+        same = model.client() is model.client()
+        made = model.client()
+        await model.aclose()
+        return same, made.closed
+
+    assert asyncio.run(same_loop_twice_then_close()) == (True, True)
+
+    async def from_another_live_loop() -> None:
+        await asyncio.to_thread(asyncio.run, client())
+
+    async def hold_and_use_elsewhere() -> None:
+        model.client()
+        await from_another_live_loop()
+
+    with pytest.raises(RuntimeError, match="in use on another event loop.*aclose"):
+        asyncio.run(hold_and_use_elsewhere())
 
 
 # -- usage and identity ---------------------------------------------------------------------

@@ -35,7 +35,7 @@ def indexed(tmp_path_factory) -> Path:
 
     async def build() -> None:
         async with RAG(Settings(working_dir=folder)) as rag:
-            loaded, report = await rag.ainsert(CORPUS)
+            loaded, report = await rag.ainsert(paths=CORPUS)
             assert len(loaded.documents) == len(list(CORPUS.rglob("*.md"))) >= 8
             assert not report.failed and report.dropped_rows == 0
 

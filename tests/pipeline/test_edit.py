@@ -419,6 +419,7 @@ def test_sync_api_on_a_small_custom_kg(tmp_path):
     assert len(node["source_ids"]) == 1 and node["source_ids"][0].startswith("manual-")
     rag.delete_relation("babbage", "analytical engine")
     assert rag.status()["processed"] == 0
+    rag.close()  # the stores move to this test's loop, where assert_in_sync reads them directly
 
     async def final() -> tuple[dict, dict]:
         async with rag:

@@ -74,25 +74,20 @@ def test_documents_pass_through_unchanged():
     assert report.items[0].path == "x.md"
 
 
-def test_a_missing_path_fails_instead_of_being_indexed_as_text(tmp_path):
-    report = load_documents(["missing.md", str(tmp_path / "nope"), tmp_path / "gone.txt"])
+def test_a_missing_path_fails(tmp_path):
+    report = load_documents([Path("missing.md"), tmp_path / "nope", tmp_path / "gone.txt"])
     assert [i.outcome for i in report.items] == ["failed", "failed", "failed"]
     assert all("not found" in i.message for i in report.items)
     assert report.documents == []
 
 
-def test_sentences_that_end_like_a_file_name_are_text():
-    report = load_documents(["Please read README.md", "see the notes.txt\nfor details", "and/or"])
-    assert [i.outcome for i in report.items] == ["loaded", "loaded", "failed"]
-    assert load_documents(["my docs/a b.md"]).items[0].message.startswith("not found")
-
-
-def test_strings_are_overrides_the_guess(tmp_path):
+def test_strings_are_texts_even_when_they_look_like_paths(tmp_path):
+    """Nothing is guessed (issue 14): "Q3/Q4" once failed as a missing file."""
     write(tmp_path / "a.txt", "file content")
-    as_text = load_documents([str(tmp_path / "a.txt")], strings_are="text")
-    assert as_text.documents[0].content == str(tmp_path / "a.txt")
-    as_path = load_documents(["no such thing"], strings_are="paths")
-    assert as_path.items[0].outcome == "failed"
+    texts = ["Q3/Q4", "notes.md", "Please read README.md", str(tmp_path / "a.txt"), "docs/"]
+    report = load_documents(texts)
+    assert [i.outcome for i in report.items] == ["loaded"] * len(texts)
+    assert [d.content for d in report.documents] == texts
 
 
 def test_items_are_json_serialisable_for_the_cli(tmp_path):
@@ -121,7 +116,7 @@ def test_text_files_load_with_their_path_and_normalised_newlines(tmp_path):
 def test_file_paths_are_as_given_joined_with_the_path_inside_the_folder(tmp_path, monkeypatch):
     write(tmp_path / "docs" / "guide" / "intro.md", "intro")
     monkeypatch.chdir(tmp_path)
-    relative = load_documents(["./docs/"])
+    relative = load_documents([Path("./docs/")])
     assert [d.file_path for d in relative.documents] == ["docs/guide/intro.md"]
     absolute = load_documents([tmp_path / "docs"])
     assert [d.file_path for d in absolute.documents] == [f"{tmp_path.as_posix()}/docs/guide/intro.md"]

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ragkit.errors import ConfigError, InvalidValueError
+from ragkit.errors import InvalidValueError
 from ragkit.pipeline.extract import ChunkExtraction
 from ragkit.query.answer import build_answer_request
 from ragkit.schema import QueryParam
@@ -224,9 +224,6 @@ async def test_clear_errors_for_bad_queries(workdir):
             await rag.aquery("What?", mode="telepathy")
         with pytest.raises(InvalidValueError, match="raise max_total_tokens"):
             await rag.aquery("What?", max_total_tokens=50, only_need_context=True)
-    rag = make_rag(workdir)
-    with pytest.raises(ConfigError, match="async API"):
-        rag.query("What?", stream=True)
 
 
 def test_sync_query_wrapper(workdir, questions):
