@@ -7,7 +7,9 @@ Exit status (``--dry-run`` too, for what it can know before any LLM call):
 - 1: some input failed (a path not found or unreadable, a file name that is
   not UTF-8, a document whose extraction failed) and the others were indexed;
   the report names each failure and its cause;
-- 2 (from ``ragkit``'s entry point): a usage or settings error; nothing was done.
+- 2 (from ``ragkit``'s entry point): a usage or settings error, or an error
+  that stopped the whole run (the embedder or a store failing); the message
+  says which. Documents committed before it stay indexed.
 """
 
 from __future__ import annotations
