@@ -76,8 +76,15 @@ class Settings(BaseModel):
     @field_validator("workspace")
     @classmethod
     def _workspace(cls, value: str) -> str:
-        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$", value):
+        if not re.fullmatch(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$", value):  # match() lets '$' accept "\n"
             raise ValueError("use 1-64 letters, digits, '_' or '-'")
+        return value
+
+    @field_validator("working_dir")
+    @classmethod
+    def _working_dir(cls, value: Path) -> Path:
+        if "\x00" in str(value):  # the OS would refuse it only later, with a traceback
+            raise ValueError("contains a NUL character; no path can hold one")
         return value
 
 

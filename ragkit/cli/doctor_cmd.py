@@ -16,6 +16,7 @@ from ragkit.cli.output import print_json, table
 from ragkit.errors import RagkitError
 from ragkit.protocols.base import Capability
 from ragkit.protocols.models import ChatRequest
+from ragkit.redact import redact
 from ragkit.schema import DocStatusRecord
 from ragkit.settings import Settings, load_settings
 
@@ -120,7 +121,7 @@ async def diagnose(settings: Settings) -> list[dict[str, str]]:
         try:
             detail, ok = await check(), "ok"
         except Exception as exc:  # reported per backend; the others still run
-            detail, ok = f"{type(exc).__name__}: {exc}", "FAILED"
+            detail, ok = redact(f"{type(exc).__name__}: {exc}", exc=exc), "FAILED"
         results.append(
             {
                 "check": kind,

@@ -18,4 +18,9 @@ async def _export(args: argparse.Namespace) -> ExportSummary:
 def run(args: argparse.Namespace) -> int:
     s = asyncio.run(_export(args))
     print(f"exported {s.entities} entities, {s.relations} relations and {s.chunks} chunks to {s.path} ({s.format})")
+    if s.escaped_values:
+        print(
+            f"{s.escaped_values} values held characters XML cannot carry (control characters, U+FFFE/U+FFFF); "
+            "they are written as \\xNN / \\uNNNN text (the JSON and CSV exports keep them as they are)"
+        )
     return 0

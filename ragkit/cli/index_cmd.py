@@ -1,4 +1,16 @@
-"""``ragkit index PATH...``: load, chunk, extract, merge and index."""
+"""``ragkit index PATH...``: load, chunk, extract, merge and index.
+
+Exit status (``--dry-run`` too, for what it can know before any LLM call):
+
+- 0: every input was indexed, was already indexed, or was skipped on purpose
+  (an unsupported file type, an empty or binary file, a duplicate);
+- 1: some input failed (a path not found or unreadable, a file name that is
+  not UTF-8, a document whose extraction failed) and the others were indexed;
+  the report names each failure and its cause;
+- 2 (from ``ragkit``'s entry point): a usage or settings error, or an error
+  that stopped the whole run (the embedder or a store failing); the message
+  says which. Documents committed before it stay indexed.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +22,7 @@ from pathlib import Path
 
 from ragkit.cli.output import print_json
 from ragkit.rag import RAG
+from ragkit.redact import redact
 from ragkit.settings import load_settings
 
 
@@ -61,7 +74,7 @@ async def _index(args: argparse.Namespace) -> dict:
         "files": [item.__dict__ if hasattr(item, "__dict__") else item for item in loaded.items],
         "processed": len(report.processed),
         "skipped_unchanged": len(report.skipped),
-        "failed": report.failed,
+        "failed": {doc_id: redact(error) for doc_id, error in report.failed.items()},
         "replaced": report.replaced,
         "recovered": report.recovered,
         "chunks": report.chunks,
@@ -106,9 +119,15 @@ async def _dry_run(args: argparse.Namespace) -> dict:
     return result
 
 
+def _print_files(files: list) -> None:
+    """The inputs not loaded as they are, one line each: the same lines for a run and a dry run."""
+    for item in files:
+        if _outcome(item) != "loaded":
+            print(f"{_field(item, 'path')}: {_outcome(item)}: {_field(item, 'message')}")
+
+
 def _print_dry_run(result: dict) -> None:
-    for item in result["files"]:
-        print(f"{item['path']}: {item['outcome']}: {item['message']}")
+    _print_files(result["files"])
     print(
         f"dry run: {result['documents']} documents to index ({result['skipped_unchanged']} unchanged), "
         f"{result['chunks']} chunks\n"
@@ -122,7 +141,13 @@ def _print_dry_run(result: dict) -> None:
             f"  gleaning calls:   {result['gleaning_calls']}, ~{result['gleaning_input_tokens_estimate']} "
             "input tokens (estimate: their prompts include the first answer)"
         )
-    print("  summary calls depend on what extraction finds and are not included; no LLM was called.")
+    print("  summary calls depend on what extraction finds and are not included; no LLM was called."
+          + _inputs_failed(result["files"], "\n  "))
+
+
+def _inputs_failed(files: list, separator: str = "; ") -> str:
+    n = sum(_outcome(f) == "failed" for f in files)
+    return f"{separator}{n} input(s) could not be loaded (listed above)" if n else ""
 
 
 def _file_row(item) -> dict:
@@ -133,14 +158,12 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         result = asyncio.run(_dry_run(args))
         print_json(result) if args.json else _print_dry_run(result)
-        return 0
+        return exit_status(result["files"], {})
     result = asyncio.run(_index(args))
     if args.json:
         print_json(result)
     else:
-        problems = [f for f in result["files"] if _outcome(f) not in ("loaded",)]
-        for item in problems:
-            print(f"{_field(item, 'path')}: {_outcome(item)}: {_field(item, 'message')}")
+        _print_files(result["files"])
         for doc_id, error in result["failed"].items():
             print(f"{doc_id}: failed: {error}")
         print(
@@ -148,8 +171,14 @@ def run(args: argparse.Namespace) -> int:
             f"{result['skipped_unchanged']} unchanged, {len(result['failed'])} failed, "
             f"{len(result['replaced'])} old versions replaced in {result['seconds']}s; "
             f"graph: {result['graph']['entities']} entities, {result['graph']['relations']} relations"
+            + _inputs_failed(result["files"])
         )
-    return 1 if result["failed"] else 0
+    return exit_status(result["files"], result["failed"])
+
+
+def exit_status(files: list, failed_documents: dict) -> int:
+    """1 when an input or a document failed, else 0 (see the module's docstring)."""
+    return 1 if failed_documents or any(_outcome(f) == "failed" for f in files) else 0
 
 
 def _field(item, name: str):

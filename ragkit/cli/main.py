@@ -93,7 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         module, _, func = args.run.partition(":")
         return getattr(importlib.import_module(module), func or "run")(args)
     except RagkitError as exc:
-        print(f"ragkit: error: {exc}", file=sys.stderr)
+        from ragkit.redact import redact  # a model server's error text may echo a key
+
+        print(f"ragkit: error: {redact(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader went away (`ragkit query ... | head`): not an error of ours.

@@ -47,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from ragkit.errors import ConfigError, ModelError
 from ragkit.ids import digest
 from ragkit.protocols.models import ModelAdapter, Usage
+from ragkit.redact import redact
 
 T = TypeVar("T")
 
@@ -242,7 +243,8 @@ def _detail(exc: BaseException, limit: int = 300) -> str:
     body = getattr(exc, "body", None)
     error = body.get("error", body) if isinstance(body, dict) else None
     message = error.get("message") if isinstance(error, dict) else getattr(exc, "error", None)
-    text = " ".join(str(message if isinstance(message, str) else exc).split()).rstrip(".")
+    # Scrubbed before it is cut short: a key cut in half would no longer match.
+    text = redact(" ".join(str(message if isinstance(message, str) else exc).split()).rstrip("."), exc=exc)
     text = text or type(exc).__name__
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

@@ -4,7 +4,11 @@
   "chunks": [...]}``; nodes and edges as ``ragkit.schema.Node`` / ``Edge`` dumps,
   chunks as ``{id, doc_id, file_path, order, content}``.
 - GraphML (networkx ``write_graphml``): the graph only; ``source_ids`` name the
-  chunks, whose text is in the JSON and CSV exports.
+  chunks, whose text is in the JSON and CSV exports. XML 1.0 cannot hold most
+  control characters (``\\x01``, ``\\x0b``...), lone surrogates or ``\\ufffe`` /
+  ``\\uffff``, not even as character references: each is written as the text
+  ``\\xNN`` / ``\\uNNNN``, and ``ExportSummary.escaped_values`` counts the values
+  (ids, property names or values) so changed. JSON and CSV hold every string as is.
 - CSV: ``entities.csv``, ``relations.csv`` and ``chunks.csv`` in one folder.
 
 GraphML and CSV have no lists, so list properties (``source_ids``) are written as
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import IO, Any, Literal, get_args
@@ -48,6 +53,8 @@ class ExportSummary(BaseModel):
     relations: int
     chunks: int
     """Chunk texts written (0 for GraphML, which holds the graph only)."""
+    escaped_values: int = 0
+    """GraphML: strings whose XML-invalid characters were written as escapes."""
 
 
 def resolve_format(path: Path, format: str | None = None) -> Format:
@@ -70,8 +77,11 @@ async def export_graph(stores: Stores, path: str | Path, format: str | None = No
     path = Path(path)
     fmt = resolve_format(path, format)
     writer = {"json": _json, "graphml": _graphml, "csv": _csv}[fmt]
-    entities, relations, chunks = await writer(stores, path)
-    return ExportSummary(format=fmt, path=str(path), entities=entities, relations=relations, chunks=chunks)
+    entities, relations, chunks, *escaped = await writer(stores, path)  # only GraphML escapes
+    return ExportSummary(
+        format=fmt, path=str(path), entities=entities, relations=relations, chunks=chunks,
+        escaped_values=sum(escaped),
+    )
 
 
 # -- JSON ---------------------------------------------------------------------------
@@ -103,17 +113,41 @@ async def _json_array(fh: IO[str], items: AsyncIterator[dict]) -> int:
 # -- GraphML --------------------------------------------------------------------------
 
 
-async def _graphml(stores: Stores, path: Path) -> tuple[int, int, int]:
+async def _graphml(stores: Stores, path: Path) -> tuple[int, int, int, int]:
     import networkx as nx  # only this format needs it
 
+    xml = _XmlText()
     graph = nx.Graph()
     async for node in _nodes(stores, set()):
-        graph.add_node(node.id, **_flat(node.properties))
+        graph.add_node(xml(node.id), **xml.props(_flat(node.properties)))
     async for edge in _edges(stores, set()):
-        graph.add_edge(edge.source, edge.target, **_flat(edge.properties))
+        ends = (xml(edge.source, count=False), xml(edge.target, count=False))  # node ids, counted above
+        graph.add_edge(*ends, **xml.props(_flat(edge.properties)))
     path.parent.mkdir(parents=True, exist_ok=True)
     nx.write_graphml(graph, path)
-    return graph.number_of_nodes(), graph.number_of_edges(), 0
+    return graph.number_of_nodes(), graph.number_of_edges(), 0, xml.escaped
+
+
+# Characters XML 1.0 allows (its "Char" production); no escape can carry the rest.
+_XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+class _XmlText:
+    """Writes XML-invalid characters as ``\\xNN`` / ``\\uNNNN`` text, counting the strings changed."""
+
+    def __init__(self) -> None:
+        self.escaped = 0
+
+    def __call__(self, value: Any, count: bool = True) -> Any:
+        if not isinstance(value, str):
+            return value
+        fixed, n = _XML_INVALID.subn(lambda m: m.group().encode("unicode_escape").decode("ascii"), value)
+        if count and n:
+            self.escaped += 1
+        return fixed
+
+    def props(self, properties: dict[str, Any]) -> dict[str, Any]:
+        return {self(k): self(v) for k, v in properties.items()}
 
 
 # -- CSV ----------------------------------------------------------------------------------

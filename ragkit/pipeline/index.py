@@ -144,7 +144,9 @@ class Indexer:
             )
             self.progress("chunks_extracted", len(outcome.chunks))
         except Exception as exc:  # one bad document must not stop the run
-            outcome.error = f"{type(exc).__name__}: {exc}"
+            from ragkit.redact import redact  # stored and printed: a server's error text may echo a key
+
+            outcome.error = redact(f"{type(exc).__name__}: {exc}", exc=exc)
         return outcome
 
     async def _status(self, doc_id: str, status: DocStatus, chunks: list[Chunk] | None = None, error: str | None = None) -> DocStatusRecord:

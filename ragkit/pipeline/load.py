@@ -28,6 +28,10 @@ Rules (decisions, in one place):
   Newlines become ``\\n`` (``\\r\\n`` and lone ``\\r``). Nothing else is altered.
 - Two inputs with the same content are one document (ids are content-derived);
   the second is reported as a duplicate.
+- A file or folder name that is not valid UTF-8 (Python sees its bytes as lone
+  surrogates) fails, alone: no store, tokenizer or JSON report could hold the
+  path. The item shows the name with ``\\xff`` escapes and says to rename it; a
+  folder so named is not entered. Other files load as usual.
 """
 
 from __future__ import annotations
@@ -225,7 +229,7 @@ class _Loader:
         self.dir_paths: dict[tuple[int, int], str] = {}
 
     def item(self, path: str, outcome: Outcome, message: str = "", doc_id: str | None = None) -> None:
-        self.report.items.append(LoadItem(path, outcome, message, doc_id))
+        self.report.items.append(LoadItem(printable_path(path), outcome, message, doc_id))
 
     @property
     def limit_reached(self) -> bool:
@@ -281,6 +285,9 @@ class _Loader:
 
     def add_path(self, path: Path) -> None:
         shown = path.as_posix()
+        if (problem := _name_problem(shown)) is not None:
+            self.item(shown, "failed", problem)
+            return
         if self.limit_reached:
             self.item(shown, "skipped", self._limit_message())
             return
@@ -346,12 +353,16 @@ class _Loader:
             except OSError as exc:
                 self.item(shown, "failed", _missing_reason(path, exc))
                 continue
-            if is_dir:
+            # A file of an unsupported type is only counted, whatever its name.
+            counted = is_file and path.suffix.lower() not in self.extensions
+            if not counted and (problem := _name_problem(shown)) is not None:
+                self.item(shown, "failed", problem)
+            elif is_dir:
                 self._enter(path, shown, folder.ancestors, stack)
             elif is_file:
                 suffix = path.suffix.lower()
                 if suffix not in self.extensions:
-                    unsupported[suffix or "(no extension)"] += 1
+                    unsupported[printable_path(suffix) or "(no extension)"] += 1
                 elif self.limit_reached:
                     self.item(shown_root, "skipped", self._limit_message())
                     break
@@ -388,6 +399,29 @@ class _Loader:
             self.item(shown, "failed", _missing_reason(path, exc, vanished=bool(ancestors), folder=True))
             return
         stack.append(_Folder(shown, iter(entries), (*ancestors, key)))
+
+
+def _name_problem(path: str) -> str | None:
+    """Why ``path`` cannot be a document's file path, or ``None``."""
+    if "\x00" in path:
+        return "the path contains a NUL character, which no file name can hold"
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return (
+            "name not valid UTF-8 (shown with \\x escapes): no store or report can hold the path; "
+            "rename it to a UTF-8 name (e.g. with convmv) and index it again"
+        )
+    return None
+
+
+def printable_path(path: str) -> str:
+    """``path`` as UTF-8 text: the bytes of a non-UTF-8 name as ``\\xff``, NUL as ``\\x00``."""
+    try:
+        raw = path.encode("utf-8", "surrogateescape")  # the name's bytes on disk
+    except UnicodeEncodeError:  # a lone surrogate no file system gave: from a caller's str
+        raw = path.encode("utf-8", "backslashreplace")
+    return raw.decode("utf-8", "backslashreplace").replace("\x00", "\\x00")
 
 
 def _unsupported(suffix: str, extensions: frozenset[str]) -> str:

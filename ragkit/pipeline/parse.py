@@ -25,7 +25,7 @@ Rules:
 - Dropped rows: fewer fields than the kind needs (entity 4, relation 5; a short
   final row with no ``<|COMPLETE|>`` is reported as truncated), an empty name, a
   name made only of punctuation (symbols such as ``$`` are names), a name longer
-  than ``MAX_NAME_CHARS``, a relation whose ends have the same normalised name
+  than ``MAX_NAME_CHARS`` as written or once normalised (NFKC can expand it), a relation whose ends have the same normalised name
   (a self-loop says nothing a graph can use), an echo of the template.
 - Repaired rows: extra fields join the description (a trailing number is taken
   as the strength); an empty or over-long type becomes ``entity``; descriptions
@@ -377,8 +377,10 @@ def _joined(fields: list[str]) -> str:
 def _name_problem(name: str) -> str | None:
     if not name:
         return "empty name"
-    if len(name) > MAX_NAME_CHARS:
-        return f"name longer than {MAX_NAME_CHARS} characters {_snippet(name)}"
+    # Both as written and as the entity key: NFKC can multiply the length
+    # (U+FDFA is 18 characters), and the key is what stores index.
+    if max(len(name), len(normalize_name(name))) > MAX_NAME_CHARS:
+        return f"name longer than {MAX_NAME_CHARS} characters (as written or normalised) {_snippet(name)}"
     # Categories P (punctuation), Z (separators) and C (controls): no letter,
     # digit, mark or symbol, so nothing to name.
     if all(unicodedata.category(ch)[0] in "PZC" for ch in name):

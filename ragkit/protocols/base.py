@@ -74,7 +74,7 @@ class StoreConfig(BaseModel):
     @field_validator("namespace", "workspace")
     @classmethod
     def _safe_name(cls, value: str) -> str:
-        if not _NAME.match(value):
+        if not _NAME.fullmatch(value):  # match() lets '$' accept a trailing newline
             raise ValueError(
                 f"{value!r} is not a valid name: use 1-64 letters, digits, '_' or '-', "
                 "starting with a letter or digit"

@@ -173,3 +173,71 @@ def test_cli_export(tmp_path, passages, monkeypatch, capsys):
     capsys.readouterr()
     assert main(["--config", str(config), "export", str(tmp_path / "g.txt")]) == 2
     assert "cannot tell the export format" in capsys.readouterr().err
+
+
+# -- characters XML cannot hold (issue 15, item 4) -----------------------------------------
+
+# \x01, \x0b, \x1f (controls), \ufffe, \uffff (non-characters) are not XML 1.0
+# characters, not even as &#...; references; \t, \n, \x7f and U+FFFD are.
+ODD = {
+    "bad\x01name": {"name": "Bad\x01Name", "type": "concept", "description": "vertical\x0btab, end\ufffe",
+                    "source_ids": ["c-odd"]},
+    "fine": {"name": "Fine", "type": "thing\x1f", "description": "tab\tnewline\nDEL\x7f and \ufffd kept",
+             "source_ids": ["c-odd"]},
+}
+ODD_EDGE = {"keywords": "uses\uffff", "description": "plain", "weight": 2.0, "source_ids": ["c-odd"]}
+
+
+@pytest.fixture
+async def odd_rag(tmp_path):
+    async with RAG(Settings(working_dir=tmp_path / "odd"), llm=ReplayLLM()) as rag:
+        await rag.stores.graph.upsert_nodes(ODD)
+        await rag.stores.graph.upsert_edge("bad\x01name", "fine", ODD_EDGE)
+        await rag.stores.chunks.upsert({"c-odd": {"content": "odd\x01text", "doc_id": "d", "order": 0, "tokens": 2}})
+        await rag.acreate_entity("Made\x02ByHand", "concept", "through the edit API")
+        yield rag
+
+
+async def test_graphml_is_valid_xml_whatever_the_strings_hold(odd_rag, tmp_path):
+    path = tmp_path / "odd.graphml"
+    summary = await odd_rag.aexport(path)
+    graph = nx.read_graphml(path)  # raised ParseError ("not well-formed") before
+    assert summary.escaped_values == 7  # 2 ids, 4 node properties, 1 edge keyword
+    assert set(graph.nodes) == {"bad\\x01name", "fine", "made\\x02byhand"}
+    bad, fine = graph.nodes["bad\\x01name"], graph.nodes["fine"]
+    assert bad["name"] == "Bad\\x01Name" and bad["description"] == "vertical\\x0btab, end\\ufffe"
+    assert fine["type"] == "thing\\x1f" and fine["description"] == ODD["fine"]["description"]
+    assert graph.edges["bad\\x01name", "fine"]["keywords"] == "uses\\uffff"
+    assert graph.edges["bad\\x01name", "fine"]["weight"] == 2.0
+
+
+async def test_json_and_csv_keep_those_strings_exactly(odd_rag, tmp_path):
+    summary = await odd_rag.aexport(tmp_path / "odd.json")
+    data = json.loads((tmp_path / "odd.json").read_text(encoding="utf-8"))
+    assert summary.escaped_values == 0
+    nodes = {n["id"]: n["properties"] for n in data["nodes"]}
+    for key, props in ODD.items():
+        assert nodes[key] == props
+    assert data["edges"][0]["properties"] == ODD_EDGE
+    assert [c["content"] for c in data["chunks"] if c["id"] == "c-odd"] == ["odd\x01text"]
+
+    await odd_rag.aexport(tmp_path / "csv")
+    with (tmp_path / "csv" / "entities.csv").open(encoding="utf-8", newline="") as fh:
+        rows = {r["id"]: r for r in csv.DictReader(fh)}
+    for key, props in ODD.items():
+        assert {k: rows[key][k] for k in ("name", "type", "description")} == {
+            k: props[k] for k in ("name", "type", "description")}
+    with (tmp_path / "csv" / "relations.csv").open(encoding="utf-8", newline="") as fh:
+        assert next(csv.DictReader(fh))["keywords"] == "uses\uffff"
+
+
+def test_cli_export_says_how_many_values_it_escaped(odd_rag, tmp_path, monkeypatch, capsys):
+    for name in list(os.environ):
+        if name.startswith("RAGKIT_"):
+            monkeypatch.delenv(name)
+    config = tmp_path / "ragkit.toml"
+    config.write_text(f'working_dir = "{tmp_path / "odd"}"\n', encoding="utf-8")
+    assert main(["--config", str(config), "export", str(tmp_path / "cli.graphml")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("7 values held characters XML cannot carry"), out
+    nx.read_graphml(tmp_path / "cli.graphml")

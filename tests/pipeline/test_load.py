@@ -454,3 +454,56 @@ def test_loading_is_deterministic(tmp_path):
     second = load_documents([tmp_path, "text"])
     assert [d.id for d in first.documents] == [d.id for d in second.documents]
     assert [i.__dict__ for i in first.items] == [i.__dict__ for i in second.items]
+
+
+# --- file names that are not UTF-8 (issue 15, item 3) -------------------------------------
+
+
+def byte_name(folder: Path, raw: bytes) -> Path:
+    """``folder/raw`` as Python names it (undecodable bytes as lone surrogates)."""
+    path = Path(os.fsdecode(os.fsencode(folder) + b"/" + raw))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        path.unlink()
+    except OSError as exc:  # e.g. macOS file systems refuse such names
+        pytest.skip(f"this file system refuses non-UTF-8 names: {exc}")
+    return path
+
+
+def test_a_name_that_is_not_utf8_fails_alone_and_the_rest_load(tmp_path):
+    """printf x > "$(printf 'd/bad\\xff.txt')": that file fails, named in a form that
+    prints and stores; a folder so named is not entered; good files load."""
+    d = tmp_path / "d"
+    write(d / "good.txt", "Alice met Bob in Paris.")
+    write(byte_name(d, b"bad\xff.txt"), "x")
+    write(byte_name(d, b"dir\xfe") / "inside.txt", "Carol")
+    write(byte_name(d, b"img\xff.png"), b"\x89PNG")  # unsupported: only counted, as any other
+    write(d / "sub" / "ok.md", "Dave")
+    report = load_documents([d])
+    root = d.as_posix()
+    assert [doc.file_path for doc in report.documents] == [f"{root}/good.txt", f"{root}/sub/ok.md"]
+    items = by_path(report)
+    for shown in (f"{root}/bad\\xff.txt", f"{root}/dir\\xfe"):
+        outcome, message = items[shown]
+        assert outcome == "failed" and "not valid UTF-8" in message and "rename" in message
+    assert items[root] == ("skipped", items[root][1]) and items[root][1].startswith("1 file(s) of unsupported types")
+    # Every path and message is plain UTF-8: printable, storable, JSON-able.
+    json.dumps([i.__dict__ for i in report.items], ensure_ascii=False).encode("utf-8")
+
+
+def test_a_non_utf8_name_given_directly_fails_with_its_bytes_shown(tmp_path):
+    bad = write(byte_name(tmp_path, b"caf\xe9.txt"), "latin-1 named")
+    good = write(tmp_path / "good.txt", "fine")
+    report = load_documents([str(bad), good], strings_are="paths")
+    assert [d.file_path for d in report.documents] == [good.as_posix()]
+    assert report.items[0].path == tmp_path.as_posix() + "/caf\\xe9.txt"
+    assert report.items[0].outcome == "failed"
+
+
+def test_a_path_with_a_nul_character_fails_clearly():
+    report = load_documents([Path("a\x00b.txt"), "text"])
+    assert report.items[0] == load_mod.LoadItem(
+        "a\\x00b.txt", "failed", "the path contains a NUL character, which no file name can hold"
+    )
+    assert [d.content for d in report.documents] == ["text"]

@@ -279,6 +279,21 @@ def test_field_length_limits():
     assert any("longer than" in w for w in result.warnings)
 
 
+def test_name_limit_holds_after_normalisation():
+    """300 x U+FDFA is 300 characters as written but 5,400 as an entity key
+    (NFKC spells it out): dropped, like any name over the limit."""
+    expanding, fits = "\ufdfa" * 300, "\ufdfa" * 27
+    assert len(expanding) <= MAX_NAME_CHARS < len(normalize_name(expanding))
+    text = (
+        f"entity<|#|>{expanding}<|#|>phrase<|#|>x\n"
+        f"relation<|#|>A<|#|>{expanding}<|#|>k<|#|>d\n"
+        f"entity<|#|>{fits}<|#|>phrase<|#|>486 characters as a key: kept\n<|COMPLETE|>"
+    )
+    result = parse_extraction(text)
+    assert result.dropped == 2 and [e.name for e in result.entities] == [fits]
+    assert sum("normalised" in w for w in result.warnings) == 2
+
+
 def test_empty_type_becomes_entity():
     assert parse_extraction("entity<|#|>A<|#|><|#|>d").entities[0].type == "entity"
 
@@ -440,6 +455,7 @@ def test_any_text_parses_to_well_typed_output(text):
     names = {normalize_name(e.name) for e in result.entities}
     for entity in result.entities:
         assert isinstance(entity, Entity) and 0 < len(entity.name) <= MAX_NAME_CHARS and entity.type
+        assert len(normalize_name(entity.name)) <= MAX_NAME_CHARS
     for rel in result.relations:
         assert isinstance(rel, Relation) and math.isfinite(rel.strength) and 0 <= rel.strength <= MAX_STRENGTH
         assert normalize_name(rel.source) != normalize_name(rel.target)

@@ -60,10 +60,10 @@ def quote_ident(name: str) -> str:
 def store_label(prefix: str, workspace: str, namespace: str) -> str:
     """The label of one store's nodes, e.g. ``ragkit.team-a.chunk_entity``
     (unquoted; pass it through ``quote_ident``)."""
-    if not IDENT.match(prefix):
+    if not IDENT.fullmatch(prefix):
         raise InvalidValueError(f"label prefix {prefix!r} must match {IDENT.pattern}")
     for what, value in (("workspace", workspace), ("namespace", namespace)):
-        if not STORE_NAME.match(value):
+        if not STORE_NAME.fullmatch(value):
             raise InvalidValueError(f"{what} {value!r} must match {STORE_NAME.pattern}")
     return f"{prefix}.{workspace}.{namespace}"
 

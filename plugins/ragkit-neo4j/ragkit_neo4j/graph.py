@@ -92,7 +92,7 @@ class Neo4jOptions(BaseModel):
     @field_validator("label_prefix", "relationship_type")
     @classmethod
     def _ident(cls, value: str) -> str:
-        if not IDENT.match(value):
+        if not IDENT.fullmatch(value):
             raise ValueError(f"use a letter, then letters, digits or '_' (at most 64), got {value!r}")
         return value
 

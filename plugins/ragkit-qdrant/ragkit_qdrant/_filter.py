@@ -72,7 +72,7 @@ def check_metadata(metadata: Sequence[Mapping[str, Any]]) -> None:
 
 def json_key(field: str) -> str:
     """``field`` as a Qdrant key path: quoted unless it is plain letters, digits, ``_``, ``-``."""
-    return field if _PLAIN_KEY.match(field) else f'"{field}"'
+    return field if _PLAIN_KEY.fullmatch(field) else f'"{field}"'
 
 
 def workspace_filter(workspace: str) -> models.Filter:

@@ -50,7 +50,7 @@ class RedisOptions(BaseModel):
     @field_validator("key_prefix")
     @classmethod
     def _prefix(cls, value: str) -> str:
-        if not _PREFIX.match(value):
+        if not _PREFIX.fullmatch(value):
             raise ValueError(f"use 1-64 letters, digits, '_', '.' or '-', got {value!r}")
         return value
 

@@ -1,0 +1,168 @@
+"""Credentials out of error text: one function, ``redact``, for every message
+that may carry text from outside (a model server's error body, a client
+library's exception) before it is printed, raised or stored.
+
+What it replaces with ``****``:
+
+- known secret values: those passed in, those registered with
+  ``register_secret``, the credentials the failed request carried (read from
+  the exception chain's ``request`` headers and URL when ``exc`` is given),
+  and the values of environment variables named like a key, token or
+  password (``OPENAI_API_KEY``, ``RAGKIT_LLM__API_KEY``), with a URL's password
+  and its Basic-auth form;
+- what looks like a credential by position: the user info of a URL
+  (``https://user:key@host``), the value of an ``Authorization`` header or of
+  anything named like ``api_key`` / ``api-key`` / ``token`` / ``password``
+  followed by ``:`` or ``=``, a ``Bearer`` token;
+- what looks like a credential by shape: ``sk-...`` (OpenAI, Anthropic),
+  ``hf_...``, ``ghp_...``, ``gsk_...``, ``xoxb-...``, ``AKIA...``.
+
+A value shorter than ``MIN_SECRET_CHARS`` is not searched for as such (it
+would blank out ordinary words); the position rules still hide it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+MASK = "****"
+MIN_SECRET_CHARS = 8
+
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@?#]+@")
+_NAMED = re.compile(
+    r"""(?ix)
+    (?P<name>\b(?:proxy-)?authorization
+        |\b[\w-]*(?:api[-_]?key|access[-_]?token|auth[-_]?token|refresh[-_]?token|secret|password|passwd)\b)
+    (?P<sep>["']?\s*[:=]\s*["']?)
+    (?:(?P<scheme>bearer|basic|token|digest|apikey)\s+)?
+    (?P<value>[^\s"',;&)}\]]+)
+    """
+)
+# "bearer" is also an English word: a token has a digit or punctuation in it
+# (and does not end with the sentence's full stop).
+_BEARER = re.compile(r"(?i)\b(bearer)\s+(?=\S*[\d_.\-/+=])[A-Za-z0-9._~+/=\-]{7,}[A-Za-z0-9_~+/=\-]")
+_SHAPES = re.compile(
+    r"\b(?:sk-[A-Za-z0-9_\-]{16,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+    r"|gsk_[A-Za-z0-9]{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16})"
+)
+_AUTH_HEADERS = ("authorization", "proxy-authorization", "api-key", "x-api-key", "x-goog-api-key")
+
+_registered: set[str] = set()
+_lock = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """Have every later ``redact`` hide ``value`` (a key read from a settings
+    file, for instance, which no environment variable holds)."""
+    if value:
+        with _lock:
+            _registered.update(_forms(value))
+
+
+def redact(text: str, *, exc: BaseException | None = None, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with every credential it holds replaced by ``****``."""
+    if not text:
+        return text
+    known = set(_registered) | _env_secrets()
+    for value in secrets:
+        known.update(_forms(value))
+    if exc is not None:
+        known |= request_secrets(exc)
+    for value in sorted((v for v in known if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True):
+        text = text.replace(value, MASK)
+    text = _URL_USERINFO.sub(rf"\1{MASK}@", text)
+    text = _NAMED.sub(_mask_named, text)
+    text = _BEARER.sub(rf"\1 {MASK}", text)
+    return _SHAPES.sub(MASK, text)
+
+
+def _mask_named(match: re.Match[str]) -> str:
+    scheme = f"{match['scheme']} " if match["scheme"] else ""
+    return f"{match['name']}{match['sep']}{scheme}{MASK}"
+
+
+def request_secrets(exc: BaseException) -> set[str]:
+    """The credentials of the request that failed, from ``request`` (httpx,
+    openai) or ``response.request`` anywhere along the exception chain."""
+    found: set[str] = set()
+    for request in _requests(exc):
+        headers = getattr(request, "headers", None)
+        for name in _AUTH_HEADERS:
+            try:
+                value = headers.get(name) if headers is not None else None
+            except Exception:  # a foreign headers object: nothing to learn from it
+                value = None
+            if isinstance(value, str):
+                found.update(_forms(value))
+        found.update(_url_secrets(str(getattr(request, "url", "") or "")))
+    return found
+
+
+def _requests(exc: BaseException) -> Iterator[Any]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for holder in (current, getattr(current, "response", None)):
+            try:
+                request = getattr(holder, "request", None)
+            except Exception:  # httpx raises RuntimeError when a response has no request
+                request = None
+            if request is not None:
+                yield request
+        current = current.__cause__ or current.__context__
+
+
+def _forms(value: str | None) -> set[str]:
+    """A secret as it may appear in text: whole, without its auth scheme,
+    and for Basic auth decoded (``user:password``) with the password alone."""
+    if not value:
+        return set()
+    value = value.strip()
+    forms = {value}
+    scheme, _, rest = value.partition(" ")
+    if rest and scheme.lower() in ("bearer", "basic", "token", "apikey"):
+        forms.add(rest.strip())
+        if scheme.lower() == "basic":
+            try:
+                decoded = base64.b64decode(rest.strip(), validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError):
+                decoded = ""
+            if decoded:
+                forms |= {decoded, decoded.partition(":")[2]}
+    forms |= _url_secrets(value)
+    return {f for f in forms if f}
+
+
+def _url_secrets(url: str) -> set[str]:
+    """A URL's password (raw and %-decoded) and its Basic-auth form."""
+    if "@" not in url or "://" not in url:
+        return set()
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return set()
+    if not password:
+        return {user} if user else set()
+    pair = f"{unquote(user or '')}:{unquote(password)}"
+    return {password, unquote(password), base64.b64encode(pair.encode()).decode()}
+
+
+def _env_secrets() -> set[str]:
+    from ragkit.settings import is_secret  # the settings' own rule for what a secret is called
+
+    found: set[str] = set()
+    for name, value in os.environ.items():
+        if is_secret(name):
+            found.update(_forms(value))
+        elif "://" in value and "@" in value:
+            found |= _url_secrets(value)
+    return found
