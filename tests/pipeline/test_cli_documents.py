@@ -63,7 +63,7 @@ def workspace(tmp_path, monkeypatch) -> dict[str, str]:
     (tmp_path / "extra").mkdir()
     (tmp_path / "extra" / "notes.txt").write_text("Ada Lovelace wrote the first program for the Analytical Engine.")
     monkeypatch.chdir(tmp_path)
-    loaded = load_documents(["corpus", str(tmp_path / "extra" / "notes.txt")], strings_are="paths")
+    loaded = load_documents([Path("corpus"), tmp_path / "extra" / "notes.txt"])
 
     async def index() -> None:
         async with RAG(Settings(working_dir=tmp_path / "ragkit_data"), llm=RateLimitedLLM(trigger)) as rag:

@@ -495,7 +495,7 @@ def test_a_name_that_is_not_utf8_fails_alone_and_the_rest_load(tmp_path):
 def test_a_non_utf8_name_given_directly_fails_with_its_bytes_shown(tmp_path):
     bad = write(byte_name(tmp_path, b"caf\xe9.txt"), "latin-1 named")
     good = write(tmp_path / "good.txt", "fine")
-    report = load_documents([str(bad), good], strings_are="paths")
+    report = load_documents([bad, good])
     assert [d.file_path for d in report.documents] == [good.as_posix()]
     assert report.items[0].path == tmp_path.as_posix() + "/caf\\xe9.txt"
     assert report.items[0].outcome == "failed"
