@@ -50,6 +50,7 @@ from ragkit.backends import build_model
 from ragkit.errors import InvalidValueError, describe_validation_error
 from ragkit.offline import default_llm
 from ragkit.pipeline.edit import CustomKG, CustomKGReport, GraphEditor
+from ragkit.pipeline.documents import DocumentPage, list_documents, resolve_documents
 from ragkit.pipeline.export import ExportSummary, export_graph
 from ragkit.pipeline.index import IndexConfig, Indexer, IndexReport, Progress
 from ragkit.pipeline.llm_cache import CachedLLM
@@ -303,9 +304,23 @@ class RAG:
         return loaded, await self.indexer().insert(loaded.documents)
 
     @_on_home_loop
-    async def adelete(self, doc_ids: Iterable[str]) -> list[str]:
+    async def adelete(self, targets: str | Iterable[str]) -> list[str]:
+        """Delete the documents named by id or by the path they were indexed
+        from; returns the deleted ids. Every name is resolved first: an unknown
+        one raises ``DocumentNotFoundError`` and nothing is deleted."""
         await self.aopen()
-        return await self.indexer().delete(list(doc_ids))
+        names = [targets] if isinstance(targets, str) else list(targets)
+        resolution = await resolve_documents(self.stores, names)
+        return await self.indexer().delete(resolution.require_all())
+
+    @_on_home_loop
+    async def adocuments(
+        self, status: DocStatus | str | None = None, limit: int = 100, cursor: str | None = None
+    ) -> DocumentPage:
+        """One page of documents (id, path, status, chunks, error, times);
+        ``next_cursor`` fetches the next."""
+        await self.aopen()
+        return await list_documents(self.stores, status, limit, cursor)
 
     @_on_home_loop
     async def astatus(self) -> dict[str, int]:
@@ -341,6 +356,7 @@ class RAG:
     open = _sync(aopen)
     insert = _sync(ainsert)
     delete = _sync(adelete)
+    documents = _sync(adocuments)
     status = _sync(astatus)
 
     # -- graph editing and export ------------------------------------------------

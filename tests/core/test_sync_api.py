@@ -270,3 +270,32 @@ def test_a_wrong_type_is_a_clear_error(tmp_path, call, message):
     with pytest.raises(TypeError, match=message):
         call(rag)
     rag.close()
+
+
+# -- finding and deleting documents from the Python API ----------------------------------------
+
+
+def test_documents_and_delete_by_id_or_path_from_the_python_api(tmp_path):
+    """``rag.documents()`` pages like ``ragkit documents``; ``rag.delete`` takes ids or
+    indexed paths, and an unknown name deletes nothing (like ``ragkit delete``)."""
+    from ragkit.errors import DocumentNotFoundError
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Grace Hopper led the COBOL work at Remington Rand.")
+    with make_rag(tmp_path / "ws") as rag:
+        rag.insert(TEXTS, paths=[notes])
+        first = rag.documents(limit=2)
+        rest = rag.documents(limit=2, cursor=first.next_cursor)
+        rows = first.documents + rest.documents
+        assert first.total == 4 and rest.next_cursor is None and len({d.id for d in rows}) == 4
+        by_path = {d.path: d.id for d in rows}
+        assert notes.as_posix() in by_path
+
+        with pytest.raises(DocumentNotFoundError, match="no-such-file.txt"):
+            rag.delete([notes.as_posix(), "no-such-file.txt"])
+        assert rag.documents().total == 4  # nothing deleted
+
+        assert rag.delete(notes.as_posix()) == [by_path[notes.as_posix()]]
+        other = next(d.id for d in rows if d.path != notes.as_posix())
+        assert rag.delete([other]) == [other]
+        assert {d.id for d in rag.documents().documents} == {d.id for d in rows} - {by_path[notes.as_posix()], other}
