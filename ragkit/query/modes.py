@@ -31,6 +31,11 @@ from ragkit.query.keywords import Keywords
 from ragkit.query.search import Searcher, keyword_text
 from ragkit.schema import QueryParam
 
+__all__ = [  # what a mode author needs, importable from here
+    "BUILTIN_MODES", "Found", "Keywords", "ModeInfo", "QueryMode", "QueryParam", "Searcher",
+    "available_modes", "chunk_items", "round_robin",
+]
+
 
 @dataclass
 class Found:
