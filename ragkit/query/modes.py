@@ -21,15 +21,17 @@ from __future__ import annotations
 import inspect
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
-from ragkit.pipeline.stores import Stores
 from ragkit.query.items import ChunkItem, EntityItem, RelationItem, round_robin
 from ragkit.query.keywords import Keywords
 from ragkit.query.search import Searcher, keyword_text
 from ragkit.schema import QueryParam
+
+if TYPE_CHECKING:
+    from ragkit.pipeline.stores import Stores
 
 __all__ = [  # what a mode author needs, importable from here
     "BUILTIN_MODES", "Found", "Keywords", "ModeInfo", "QueryMode", "QueryParam", "Searcher",
