@@ -5,6 +5,7 @@ factories agree with it."""
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +46,10 @@ def test_store_and_model_factories_follow_the_roles():
 
 def test_messages_name_the_kind():
     assert KINDS["query_mode"].label == "query mode" and KINDS["graph"].label == "graph adapter"
+
+
+def test_every_hook_is_documented_for_plugin_writers():
+    """docs/writing-an-adapter.md's kinds table names every hook a plugin can implement."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "writing-an-adapter.md").read_text(encoding="utf-8")
+    missing = [kind.hook for kind in KINDS.values() if f"`{kind.hook}`" not in doc]
+    assert not missing, f"add a row for {missing} to the table in section 1 of the doc"
