@@ -7,7 +7,7 @@ from typing import Any
 from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.plugins import Registry, create_model, create_store, get_registry
 from ragkit.protocols.base import StoreConfig
-from ragkit.settings import Settings
+from ragkit.settings import SECTIONS, Settings
 
 
 def store_config(
@@ -48,7 +48,7 @@ def validate_options(settings: Settings, registry: Registry | None = None) -> di
     else the problem. Resolving names here surfaces unknown backends early."""
     registry = registry or get_registry()
     problems: dict[str, str | None] = {}
-    for kind in ("kv", "vector", "graph", "doc_status", "llm", "embedder", "reranker", "tokenizer"):
+    for kind in SECTIONS:
         backend = getattr(settings, kind)
         if backend is None:
             continue

@@ -51,3 +51,11 @@ def register_llms(register):
     from ragkit.offline import OfflineLLM
 
     register(OfflineLLM)
+
+
+@hookimpl
+def register_query_modes(register):
+    from ragkit.query.modes import BUILTIN_MODES
+
+    for mode in BUILTIN_MODES:
+        register(mode)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragkit import ids
+from ragkit.errors import RagkitError
 
 JSONScalar = str | int | float | bool
 PropertyValue = str | int | float | bool | list[str | int | float]
@@ -194,13 +195,12 @@ class Relation(Frozen):
         return ids.relation_id(self.source, self.target)
 
 
-QueryMode = Literal["local", "global", "hybrid", "naive", "mix", "ppr", "bypass"]
-
-
 class QueryParam(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    mode: QueryMode = "mix"
+    mode: str = "mix"
+    """A registered query mode (``ragkit plugins`` lists them; built-in: naive,
+    local, global, hybrid, mix, ppr, bypass) or an import path ``pkg.mod:Class``."""
     top_k: int = Field(default=40, ge=1)
     chunk_top_k: int = Field(default=20, ge=1)
     max_entity_tokens: int = Field(default=6000, ge=0)
@@ -225,6 +225,18 @@ class QueryParam(BaseModel):
     """Rerank chunks when a reranker is configured."""
     chunk_ranking: Literal["support", "similarity"] = "support"
     """Graph-found chunks ranked by how many found items cite them, or by similarity to the question."""
+
+    @field_validator("mode")
+    @classmethod
+    def _registered_mode(cls, value: str) -> str:
+        # Modes are plugins: the registry is the one list of them.
+        from ragkit.plugins import get_registry
+
+        try:
+            get_registry().get("query_mode", value)
+        except RagkitError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
 
 class Reference(Frozen):

@@ -35,8 +35,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.pipeline.config import IndexConfig
+from ragkit.plugins.kinds import SECTION_KINDS
 
-SECTIONS = ("kv", "vector", "graph", "doc_status", "llm", "embedder", "reranker", "tokenizer")
+SECTIONS = SECTION_KINDS
+"""Backend sections: each names the adapter of one kind (``ragkit.plugins.kinds``)."""
 PIPELINE_SECTIONS = ("index",)
 """Typed sections of plain values; in the environment ``__`` separates nesting levels."""
 DEFAULT_FILE = "ragkit.toml"

@@ -46,7 +46,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("query", help="answer a question with cited sources")
     p.add_argument("question")
-    p.add_argument("--mode", default="mix", choices=["local", "global", "hybrid", "naive", "mix", "ppr", "bypass"])
+    p.add_argument("--mode", default="mix", choices=_RegisteredModes(), type=_mode, metavar="MODE",
+                   help="how to retrieve: %(choices)s (default: %(default)s; plugins add more, see `ragkit plugins`)")
     p.add_argument("--stream", action="store_true", help="print the answer as it is generated")
     p.add_argument("--context-only", action="store_true", help="print the context; no answer call")
     p.add_argument("--prompt-only", action="store_true", help="print the answer prompt; no answer call")
@@ -79,6 +80,29 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run="ragkit.cli.docs_cmd:run_check")
     return parser
+
+
+class _RegisteredModes:
+    """The registry's query modes as argparse ``choices``, read only when a
+    ``--mode`` is parsed or the query help is shown (``--help`` loads no plugin)."""
+
+    def __contains__(self, name: object) -> bool:
+        return True  # ``_mode`` checked it, with the registry's own message
+
+    def __iter__(self):
+        from ragkit.plugins import get_registry
+
+        return iter(get_registry().names("query_mode"))
+
+
+def _mode(name: str) -> str:
+    from ragkit.plugins import get_registry
+
+    try:
+        get_registry().get("query_mode", name)
+    except RagkitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return name
 
 
 def main(argv: Sequence[str] | None = None) -> int:

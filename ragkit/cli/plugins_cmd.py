@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ragkit.cli.output import print_json, table
-from ragkit.plugins import get_registry
+from ragkit.plugins import KINDS, AdapterInfo, Registry, get_registry
 
 
 def rows() -> list[dict[str, str | None]]:
@@ -13,13 +13,7 @@ def rows() -> list[dict[str, str | None]]:
     out: list[dict[str, str | None]] = []
     for record in registry.plugins:
         for info in record.adapters:
-            owner = registry._adapters[info.kind][info.name]
-            claimants = [owner, *owner.conflicts]
-            conflict = (
-                "name registered by " + ", ".join(f"{c.distribution} ({c.plugin})" for c in claimants)
-                if owner.conflicts
-                else None
-            )
+            status, error = _state(registry, info)
             out.append(
                 {
                     "kind": info.kind,
@@ -27,8 +21,8 @@ def rows() -> list[dict[str, str | None]]:
                     "plugin": record.name,
                     "distribution": record.distribution,
                     "version": record.version,
-                    "status": "conflict" if conflict else record.status,
-                    "error": conflict or record.error,
+                    "status": status or record.status,
+                    "error": error or record.error,
                 }
             )
         if record.error and not record.adapters:
@@ -43,9 +37,20 @@ def rows() -> list[dict[str, str | None]]:
                     "error": record.error,
                 }
             )
-    order = {k: i for i, k in enumerate(["kv", "vector", "graph", "doc_status", "llm", "embedder", "reranker", "tokenizer", "-"])}
+    order = {k: i for i, k in enumerate([*KINDS, "-"])}
     out.sort(key=lambda r: (order.get(r["kind"] or "-", 99), r["name"] or ""))
     return out
+
+
+def _state(registry: Registry, info: AdapterInfo) -> tuple[str | None, str | None]:
+    """A class's own problem (refused, or its name claimed twice), else (None, None)."""
+    if info.error:
+        return "error", info.error
+    owner = registry.owner(info)
+    if owner is not None and owner.conflicts:
+        claimants = [owner, *owner.conflicts]
+        return "conflict", "name registered by " + ", ".join(f"{c.distribution} ({c.plugin})" for c in claimants)
+    return None, None
 
 
 def run(args: argparse.Namespace) -> int:

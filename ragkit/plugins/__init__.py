@@ -2,9 +2,8 @@
 expose their module in the ``ragkit`` entry-point group."""
 
 from ragkit.plugins.hookspecs import hookimpl
+from ragkit.plugins.kinds import KINDS, MODEL_KINDS, SECTION_KINDS, STORE_KINDS, Kind
 from ragkit.plugins.registry import (
-    KINDS,
-    STORE_KINDS,
     AdapterInfo,
     PluginRecord,
     Registry,
@@ -15,8 +14,11 @@ from ragkit.plugins.registry import (
 
 __all__ = [
     "KINDS",
+    "MODEL_KINDS",
+    "SECTION_KINDS",
     "STORE_KINDS",
     "AdapterInfo",
+    "Kind",
     "PluginRecord",
     "Registry",
     "create_model",

@@ -1,4 +1,6 @@
-"""Hook specifications: each hook receives a ``register(cls)`` callback."""
+"""Hook specifications: each hook receives a ``register(cls)`` callback.
+
+One per row of ``ragkit.plugins.kinds.KINDS`` (a test checks they agree)."""
 
 import pluggy
 
@@ -49,3 +51,8 @@ def register_tokenizers(register):
 @hookspec
 def register_chunkers(register):
     """Register Chunker classes: ``cls(tokenizer, size, overlap)`` with ``chunk(doc)``."""
+
+
+@hookspec
+def register_query_modes(register):
+    """Register QueryMode classes (``ragkit.query.modes.QueryMode`` subclasses)."""

@@ -1,8 +1,10 @@
-"""Find adapters: built-ins and the ``ragkit`` entry-point group, via pluggy.
+"""Find adapters and query modes: built-ins and the ``ragkit`` entry-point group,
+via pluggy. What can be registered is the table in ``kinds.py``.
 
 Loading is fault-tolerant by design: each entry point is imported on its own,
 and one that raises is recorded (shown by ``ragkit plugins``) instead of taking
-every command down. ``RAGKIT_STRICT_PLUGINS=1`` turns any such failure into an
+every command down; so is a class its kind's check refuses (a query mode
+without a ``search`` method), while the plugin's other classes still register. ``RAGKIT_STRICT_PLUGINS=1`` turns any such failure into an
 error; ``RAGKIT_LOAD_PLUGINS=a,b`` loads only the named entry points (built-ins
 always load).
 """
@@ -25,22 +27,9 @@ from ragkit.errors import (
     PluginLoadError,
 )
 from ragkit.plugins import hookspecs
+from ragkit.plugins.kinds import KINDS, MODEL_KINDS, STORE_KINDS, Kind
 
 GROUP = "ragkit"
-
-# kind -> hook name. Order is the order ``ragkit plugins`` lists kinds in.
-KINDS: dict[str, str] = {
-    "kv": "register_kv_stores",
-    "vector": "register_vector_stores",
-    "graph": "register_graph_stores",
-    "doc_status": "register_doc_status_stores",
-    "llm": "register_llms",
-    "embedder": "register_embedders",
-    "reranker": "register_rerankers",
-    "tokenizer": "register_tokenizers",
-    "chunker": "register_chunkers",
-}
-STORE_KINDS = ("kv", "vector", "graph", "doc_status")
 BUILTIN_PLUGINS = ("ragkit.builtin", "ragkit.testing.plugin")
 
 
@@ -55,6 +44,8 @@ class AdapterInfo:
     distribution: str
     version: str
     conflicts: list[AdapterInfo] = field(default_factory=list)
+    error: str | None = None
+    """Why the class was refused (its kind's check failed); a refused class is listed, never used."""
 
     @property
     def source(self) -> str:
@@ -128,33 +119,39 @@ class Registry:
 
     def _collect(self) -> None:
         by_name = {r.name: r for r in self.plugins}
-        for kind, hook_name in KINDS.items():
-            hook = getattr(self.pm.hook, hook_name)
+        for kind in KINDS.values():
+            hook = getattr(self.pm.hook, kind.hook)
             for impl in hook.get_hookimpls():  # registration order
                 record = by_name[impl.plugin_name]
                 try:
                     impl.function(register=self._register_callback(kind, record))
                 except Exception as exc:
-                    problem = f"{hook_name} raised {type(exc).__name__}: {exc}"
+                    problem = f"{kind.hook} raised {type(exc).__name__}: {exc}"
                     record.error = f"{record.error}; {problem}" if record.error else problem
 
-    def _register_callback(self, kind: str, record: PluginRecord) -> Callable[..., None]:
+    def _register_callback(self, kind: Kind, record: PluginRecord) -> Callable[..., None]:
         def register(cls: type, name: str | None = None) -> None:
             adapter_name = name or getattr(cls, "name", "") or cls.__name__
             info = AdapterInfo(
-                kind, adapter_name, cls, record.name, record.distribution, record.version
+                kind.name, adapter_name, cls, record.name, record.distribution, record.version
             )
-            existing = self._adapters[kind].get(adapter_name)
+            record.adapters.append(info)
+            # A refused class is recorded, not raised: the plugin's other classes still register.
+            info.error = _refusal(kind, cls, adapter_name)
+            if info.error is not None:
+                return
+            existing = self._adapters[kind.name].get(adapter_name)
             if existing is not None:
                 existing.conflicts.append(info)
             else:
-                self._adapters[kind][adapter_name] = info
-            record.adapters.append(info)
+                self._adapters[kind.name][adapter_name] = info
 
         return register
 
     def raise_for_errors(self) -> None:
         problems = [f"plugin {r.name!r} ({r.distribution}): {r.error}" for r in self.plugins if r.error]
+        problems += [f"plugin {i.plugin!r} ({i.distribution}): {i.kind} {i.name!r} refused: {i.error}"
+                     for i in self.refused()]
         problems += [str(_duplicate_error(i)) for i in self.all_adapters() if i.conflicts]
         if problems:
             raise PluginLoadError(
@@ -166,6 +163,15 @@ class Registry:
     def all_adapters(self) -> list[AdapterInfo]:
         return [info for kind in KINDS for info in self._adapters[kind].values()]
 
+    def refused(self, kind: str | None = None) -> list[AdapterInfo]:
+        """Classes registered but refused by their kind's check, in loading order."""
+        return [i for r in self.plugins for i in r.adapters if i.error and kind in (None, i.kind)]
+
+    def owner(self, info: AdapterInfo) -> AdapterInfo | None:
+        """The entry that holds ``info``'s name (``info`` itself, or the first of a
+        conflict); ``None`` for a refused class."""
+        return None if info.error else self._adapters[info.kind].get(info.name)
+
     def adapters(self, kind: str) -> list[AdapterInfo]:
         return list(self._check_kind(kind).values())
 
@@ -176,15 +182,14 @@ class Registry:
         """The class for a registered name or an import path ``pkg.mod:Class``."""
         adapters = self._check_kind(kind)
         if ":" in spec:
-            return _import_path(spec)
+            cls = _import_path(spec)
+            problem = _refusal(KINDS[kind], cls, getattr(cls, "name", "") or spec)
+            if problem:
+                raise ConfigError(f"{spec!r}: {problem}")
+            return cls
         info = adapters.get(spec)
         if info is None:
-            installed = ", ".join(sorted(adapters)) or "none"
-            raise AdapterNotFoundError(
-                f"no {kind} adapter named {spec!r}. Installed: {installed}. "
-                f"Install the plugin that provides it, or use an import path 'package.module:Class'"
-                + self._failed_hint()
-            )
+            raise AdapterNotFoundError(self._not_found(kind, spec))
         if info.conflicts:
             raise _duplicate_error(info)
         return info.cls
@@ -193,6 +198,17 @@ class Registry:
         if kind not in self._adapters:
             raise ConfigError(f"unknown adapter kind {kind!r}; kinds are {', '.join(KINDS)}")
         return self._adapters[kind]
+
+    def _not_found(self, kind: str, spec: str) -> str:
+        installed = ", ".join(self.names(kind)) or "none"
+        message = (
+            f"no {KINDS[kind].label} named {spec!r}. Installed: {installed}. Install a plugin that "
+            f"registers it (hook {KINDS[kind].hook}), or use an import path 'package.module:Class'"
+        )
+        refused = [f"{i.source}: {i.error}" for i in self.refused(kind) if i.name == spec]
+        if refused:
+            message += f". A class of that name was refused: {'; '.join(refused)}"
+        return message + self._failed_hint()
 
     def _failed_hint(self) -> str:
         failed = [r.name for r in self.plugins if r.error]
@@ -207,6 +223,16 @@ def _duplicate_error(info: AdapterInfo) -> DuplicateAdapterError:
         f"{info.kind} adapter name {info.name!r} is registered by more than one plugin: "
         f"{sources}. Uninstall one, or narrow loading with RAGKIT_LOAD_PLUGINS"
     )
+
+
+def _refusal(kind: Kind, cls: Any, name: str) -> str | None:
+    """Why a class cannot serve as a ``kind`` (its kind's own check), or ``None``."""
+    if kind.check is None:
+        return None
+    try:
+        return _import_path(kind.check)(cls, name)
+    except Exception as exc:  # a check that breaks on an odd class refuses it, loudly
+        return f"checking {name!r} raised {type(exc).__name__}: {exc}"
 
 
 def _import_path(spec: str) -> type:
@@ -251,6 +277,8 @@ def create_model(kind: str, spec: Any, options: Any = None, registry: Registry |
     """A model adapter from a registered name, an import path, a class, or an instance."""
     if kind in STORE_KINDS:
         raise ConfigError(f"{kind!r} is a store kind; use create_store")
+    if kind not in MODEL_KINDS:
+        raise ConfigError(f"{kind!r} is not a model kind ({', '.join(MODEL_KINDS)})")
     if isinstance(spec, str):
         spec = (registry or get_registry()).get(kind, spec)
     return spec(options or {}) if isinstance(spec, type) else spec

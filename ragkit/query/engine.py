@@ -1,8 +1,9 @@
-"""The read side: a question in, an answer with references out, in six modes.
+"""The read side: a question in, an answer with references out.
 
-keywords -> search (by mode) -> supporting chunks -> budgeted context -> answer.
+keywords -> search (the mode's) -> supporting chunks -> budgeted context -> answer.
 Each stage is its own module; this one only orders them, times them and
-assembles the ``QueryResult``.
+assembles the ``QueryResult``. What a mode searches and needs is the mode
+class's own business (``query/modes.py``), looked up in the plugin registry.
 """
 
 from __future__ import annotations
@@ -17,27 +18,18 @@ from ragkit.errors import ConfigError, InvalidValueError
 from ragkit.pipeline.llm_cache import CachedLLM
 from ragkit.pipeline.merge import MergeConfig, Merger
 from ragkit.pipeline.stores import Stores
+from ragkit.plugins import Registry, get_registry
 from ragkit.protocols import ChatRequest, Embedder, Reranker, Tokenizer
 from ragkit.query.answer import build_answer_request, build_bypass_request
 from ragkit.query.context import Budget, Context, build_context, rank_graph_chunks
 from ragkit.query.lines import public_properties
-from ragkit.query.items import ChunkItem, EntityItem, RelationItem, round_robin
+from ragkit.query.items import ChunkItem, round_robin
 from ragkit.query.keywords import Keywords, extract_keywords
+from ragkit.query.modes import Found, QueryMode, chunk_items
 from ragkit.query.scope import Restrictor, resolve_scope
-from ragkit.query.search import Searcher, keyword_text
+from ragkit.query.search import Searcher
 from ragkit.schema import QueryParam, QueryResult, Reference
 from ragkit.tokenizer import request_tokens
-
-
-ENTITY_MODES = ("local", "hybrid", "mix")
-"""Modes that search the entity index with the low-level keywords."""
-RELATION_MODES = ("global", "hybrid", "mix")
-"""Modes that search the relation index with the high-level keywords."""
-CHUNK_MODES = ("naive", "mix")
-"""Modes that search the chunk index with the question."""
-PPR_MODE = "ppr"
-"""Seeds from the entity index (the relation index without any), personalized
-PageRank around them, chunks interleaved with the chunk index's (``query/ppr.py``)."""
 
 
 class Querier:
@@ -48,41 +40,51 @@ class Querier:
         embedder: Embedder,
         tokenizer: Tokenizer,
         reranker: Reranker | None = None,
+        registry: Registry | None = None,
     ) -> None:
         self.stores = stores
         self.llm = llm
         self.embedder = embedder
         self.tokenizer = tokenizer
         self.reranker = reranker
+        self.registry = registry
 
     async def query(self, question: str, param: QueryParam | None = None) -> QueryResult:
         param = param or QueryParam()
         if not question.strip():
             raise InvalidValueError("the question is empty; ask something")
+        mode = self._mode(param)
         run = _Run(param)
-        if param.mode == "bypass":
+        if not mode.retrieves:
             return await self._answer(question, param, run, build_bypass_request(
                 question, history=param.history, response_type=param.response_type, language=param.language
             ), context=None)
-        with run.stage("keywords"):
-            keywords = await self._keywords(question, param, run)
+        keywords = Keywords()
+        if mode.extracts_keywords:
+            with run.stage("keywords"):
+                keywords = await self._keywords(question, param, run)
+            run.meta.update(keywords=keywords.model_dump())
         with run.stage("search"):
             searcher = await self._searcher(param)
-            entities, relations, vector_chunks = await self._search(question, param, keywords, searcher)
+            found = await self._search(mode, question, param, keywords, searcher)
         with run.stage("chunks"):
-            candidates = await self._candidates(question, param, entities, relations, vector_chunks, searcher)
+            candidates = await self._candidates(mode, question, param, found, searcher)
         with run.stage("context"):
             budget = self._budget(question, param)
-            context = build_context(entities, relations, candidates, self.tokenizer, budget)
+            context = build_context(found.entities, found.relations, candidates, self.tokenizer, budget)
         request = build_answer_request(
             question, context.text, history=param.history, response_type=param.response_type,
             language=param.language, user_instructions=param.user_prompt,
         )
-        run.meta.update(keywords=keywords.model_dump(), tokens=_tokens(context, self.tokenizer, budget, question))
+        run.meta.update(tokens=_tokens(context, self.tokenizer, budget, question))
         run.meta.update(dropped_unsupported=context.dropped_unsupported, truncated=context.truncated)
         return await self._answer(question, param, run, request, context)
 
     # -- stages ----------------------------------------------------------------
+
+    def _mode(self, param: QueryParam) -> QueryMode:
+        """A fresh instance of the registered mode (QueryParam checked the name)."""
+        return (self.registry or get_registry()).get("query_mode", param.mode)()
 
     async def _keywords(self, question: str, param: QueryParam, run: _Run) -> Keywords:
         before = self.llm.stats.cache_hits["keywords"] if self.llm else 0
@@ -100,54 +102,31 @@ class Querier:
         return Searcher(self.stores, self.embedder, scope, restrictor)
 
     async def _search(
-        self, question: str, param: QueryParam, keywords: Keywords, searcher: Searcher
-    ) -> tuple[list[EntityItem], list[RelationItem], list[ChunkItem]]:
+        self, mode: QueryMode, question: str, param: QueryParam, keywords: Keywords, searcher: Searcher
+    ) -> Found:
         if searcher.scope is not None and not searcher.scope.doc_ids:
-            return [], [], []
-        await searcher.embed_all(_search_texts(question, param, keywords))
-        entities: list[EntityItem] = []
-        relations: list[RelationItem] = []
-        if param.mode == PPR_MODE:
-            entities, relations, ranked = await searcher.ppr(keywords.low_level, keywords.high_level, param.top_k)
-            chunks = await self._chunk_items(ranked, "ppr", "score")
-            dense = await searcher.chunks(question, param.chunk_top_k)
-            return entities, relations, round_robin(dense, chunks)
-        if param.mode in ENTITY_MODES:
-            entities, relations = await searcher.local(keywords.low_level, param.top_k)
-        if param.mode in RELATION_MODES:
-            g_entities, g_relations = await searcher.global_(keywords.high_level, param.top_k)
-            entities = round_robin(entities, g_entities)
-            relations = round_robin(relations, g_relations)
-        chunks = await searcher.chunks(question, param.chunk_top_k) if param.mode in CHUNK_MODES else []
-        return entities, relations, chunks
+            return Found()
+        texts = list(mode.texts(question, keywords, param))
+        if mode.cites_sources and param.chunk_ranking == "similarity":
+            texts.append(question)  # to rank the cited chunks by
+        await searcher.embed_all(texts)
+        return await mode.search(question, keywords, param, searcher)
 
     async def _candidates(
-        self,
-        question: str,
-        param: QueryParam,
-        entities: list[EntityItem],
-        relations: list[RelationItem],
-        vector_chunks: list[ChunkItem],
-        searcher: Searcher,
+        self, mode: QueryMode, question: str, param: QueryParam, found: Found, searcher: Searcher
     ) -> list[ChunkItem]:
-        """Supporting chunks of the found items, merged with the vector-found ones
-        (``ppr`` ranked its chunks already)."""
-        ranked = [] if param.mode == PPR_MODE else rank_graph_chunks(entities, relations)
-        graph_chunks = await self._chunk_items(ranked, "graph_sources", "support")
+        """The chunks the found items come from (when the mode cites them),
+        interleaved with the ones the mode found itself, reranked if asked."""
+        ranked = rank_graph_chunks(found.entities, found.relations) if mode.cites_sources else []
+        graph_chunks = await chunk_items(self.stores, ranked, "graph_sources", "support")
         if param.chunk_ranking == "similarity" and graph_chunks:
             await self._by_similarity(await searcher.embed(question), graph_chunks)
-        merged = round_robin(graph_chunks, vector_chunks)
+        merged = round_robin(graph_chunks, found.chunks)
         if self.reranker is not None and param.enable_rerank and merged:
             scores = await self.reranker.scores(question, [c.content for c in merged])
             order = sorted(range(len(merged)), key=lambda i: (-float(scores[i]), i))
             merged = [merged[i] for i in order]
         return merged
-
-    async def _chunk_items(self, ranked: list, stage: str, field: str) -> list[ChunkItem]:
-        """Ranked (chunk id, value) pairs as items, ``value`` set as ``field``; gone chunks skipped."""
-        records = await self.stores.chunks.get_many([cid for cid, _ in ranked])
-        return [ChunkItem.from_record(cid, rec, stage, **{field: value})
-                for (cid, value), rec in zip(ranked, records) if rec is not None]
 
     async def _by_similarity(self, query: np.ndarray, chunks: list[ChunkItem]) -> None:
         records = await self.stores.chunk_vectors.get([c.id for c in chunks])
@@ -259,22 +238,6 @@ def _tokens(context: Context, tokenizer: Tokenizer, budget: Budget, question: st
         "question": tokenizer.count(question),
         "prompt_total": budget.fixed_tokens + context.tokens["context"],
     }
-
-
-def _search_texts(question: str, param: QueryParam, keywords: Keywords) -> list[str]:
-    """What the mode will embed: searched keyword lists, and the question for
-    chunk vectors or for ranking graph chunks by similarity."""
-    if param.mode == PPR_MODE:  # each low-level keyword links its own seeds
-        high = [keyword_text(keywords.high_level)] if keywords.high_level else []
-        return [*keywords.low_level, *high, question]
-    texts = []
-    if param.mode in ENTITY_MODES and keywords.low_level:
-        texts.append(keyword_text(keywords.low_level))
-    if param.mode in RELATION_MODES and keywords.high_level:
-        texts.append(keyword_text(keywords.high_level))
-    if param.mode in CHUNK_MODES or param.chunk_ranking == "similarity":
-        texts.append(question)
-    return texts
 
 
 def _render_prompt(request: ChatRequest) -> str:

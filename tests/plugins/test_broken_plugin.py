@@ -1,4 +1,5 @@
-"""Issue #2 acceptance: a broken third-party plugin never takes ragkit down.
+"""Issue #2 acceptance: a broken third-party plugin never takes ragkit down
+(issue 14: nor does a mis-declared query mode).
 
 Throwaway plugin distributions are written as wheels and installed with pip
 into throwaway venvs (see conftest.py), then the real CLI runs there.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -209,3 +211,110 @@ def test_duplicate_name_is_an_error_naming_both_distributions(typo_dup_venv, tmp
     env = {"RAGKIT_KV": "dup-kv", "RAGKIT_LOAD_PLUGINS": "dup_b"}
     out = typo_dup_venv.ragkit("config", "--json", cwd=tmp_path, env=env)
     assert json.loads(out.stdout)["problems"] == {}, out.stdout
+
+
+# -- query modes: one without its search method, one taking a built-in's name ----
+
+MODES = {
+    "ragkit_broken_modes/__init__.py": "",
+    "ragkit_broken_modes/modes.py": textwrap.dedent(
+        """\
+        from ragkit.query.modes import Found, QueryMode
+
+
+        class NoSearch(QueryMode):
+            name = "no-search"  # retrieves a context, but search() was forgotten
+
+
+        class TopChunk(QueryMode):
+            extracts_keywords = False
+
+            def texts(self, question, keywords, param):
+                return [question]
+
+            async def search(self, question, keywords, param, searcher):
+                return Found(chunks=await searcher.chunks(question, 1))
+
+
+        class MyNaive(TopChunk):
+            name = "naive"  # a built-in mode's name
+
+
+        class Sharp(TopChunk):
+            name = "sharp"  # fine: the plugin's good modes still register
+        """
+    ),
+    "ragkit_broken_modes/plugin.py": textwrap.dedent(
+        """\
+        from ragkit.plugins import hookimpl
+
+
+        @hookimpl
+        def register_query_modes(register):
+            from ragkit_broken_modes.modes import MyNaive, NoSearch, Sharp
+
+            register(NoSearch)
+            register(MyNaive)
+            register(Sharp)
+        """
+    ),
+}
+QUESTION = "Who leads the project whose supplier's delivery slipped?"
+
+
+@pytest.fixture(scope="module")
+def modes_venv(plugin_venv, build_wheel, tmp_path_factory):
+    wheel = build_wheel("ragkit-broken-modes", MODES, {"broken_modes": "ragkit_broken_modes.plugin"})
+    venv = plugin_venv("broken-modes", wheel)
+    index = tmp_path_factory.mktemp("broken-modes-index")
+    corpus = Path(__file__).resolve().parents[2] / "examples" / "corpus" / "en"
+    out = venv.ragkit("index", str(corpus), cwd=index, env={"RAGKIT_LLM": "offline"})
+    assert out.returncode == 0, out.stdout + out.stderr
+    return venv, index
+
+
+def test_mis_declared_modes_are_listed_with_the_reason(modes_venv):
+    venv, index = modes_venv
+    assert venv.ragkit("--help", cwd=index).returncode == 0
+    rows = rows_of(venv.ragkit("plugins", "--json", cwd=index))
+    modes = {(r["name"], r["distribution"]): r for r in rows if r["kind"] == "query_mode"}
+    refused = modes[("no-search", "ragkit-broken-modes")]
+    assert refused["status"] == "error" and "defines no search(" in refused["error"]
+    for dist in ("ragkit", "ragkit-broken-modes"):
+        clash = modes[("naive", dist)]
+        assert clash["status"] == "conflict" and "ragkit-broken-modes (broken_modes)" in clash["error"]
+    assert modes[("sharp", "ragkit-broken-modes")]["status"] == "ok"
+    assert modes[("mix", "ragkit")]["status"] == "ok"
+
+
+def test_queries_in_other_modes_still_work(modes_venv):
+    venv, index = modes_venv
+    env = {"RAGKIT_LLM": "offline"}
+    for mode in ("mix", "ppr", "sharp"):
+        out = venv.ragkit("query", QUESTION, "--mode", mode, "--context-only", "--json", cwd=index, env=env)
+        assert out.returncode == 0, (mode, out.stdout + out.stderr)
+        assert json.loads(out.stdout)["chunks"], mode
+    out = venv.ragkit("query", QUESTION, cwd=index, env=env)  # the default mode, with an answer
+    assert out.returncode == 0 and "References:" in out.stdout, out.stdout + out.stderr
+
+
+def test_the_broken_modes_are_clear_errors(modes_venv):
+    venv, index = modes_venv
+    out = venv.ragkit("query", QUESTION, "--mode", "no-search", cwd=index)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "no query mode named 'no-search'" in out.stderr and "was refused" in out.stderr
+    assert "ragkit-broken-modes 1.0" in out.stderr and "defines no search(" in out.stderr
+    out = venv.ragkit("query", QUESTION, "--mode", "naive", cwd=index)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "'naive' is registered by more than one plugin" in out.stderr and "ragkit-broken-modes 1.0" in out.stderr
+    # Loading only other plugins gives the built-in naive back.
+    env = {"RAGKIT_LLM": "offline", "RAGKIT_LOAD_PLUGINS": "none"}
+    out = venv.ragkit("query", QUESTION, "--mode", "naive", "--context-only", cwd=index, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_strict_mode_names_the_broken_modes(modes_venv):
+    venv, index = modes_venv
+    out = venv.ragkit("plugins", cwd=index, env={"RAGKIT_STRICT_PLUGINS": "1"})
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert "query_mode 'no-search' refused" in out.stderr and "'naive'" in out.stderr

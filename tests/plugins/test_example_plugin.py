@@ -1,11 +1,13 @@
 """The example third-party plugin, installed with pip into a throwaway venv:
-ragkit finds it through its entry point, uses it from settings, and it passes
-its own contract test (the 14-line file a third party would write)."""
+ragkit finds it through its entry point, uses it from settings, it passes its
+own contract test (the 14-line file a third party would write), and its query
+mode runs from the Python API and the CLI's ``--mode``."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -41,7 +43,8 @@ def test_plugins_lists_example_memory(venv, tmp_path):
     rows = json.loads(out.stdout)
     mine = [r for r in rows if r["distribution"] == "ragkit-example-plugin"]
     assert [(r["kind"], r["name"], r["version"], r["status"], r["error"]) for r in mine] == [
-        ("kv", "example-memory", "0.1.0", "ok", None)
+        ("kv", "example-memory", "0.1.0", "ok", None),
+        ("query_mode", "keyword-chunks", "0.1.0", "ok", None),
     ]
     text = venv.ragkit("plugins", cwd=tmp_path)
     assert text.returncode == 0
@@ -97,3 +100,55 @@ def test_ragkit_contract_suite_picks_it_up(venv, tmp_path):
     assert len(cases) >= 30
     skipped = [c.find("skipped").get("message", "") for c in cases if c.find("skipped") is not None]
     assert skipped == ["adapter does not declare Capability.PERSISTENT"], skipped
+
+
+QUESTION = "Which supplier of Project Haijia also delivers to Project Qinghe?"
+API_SCRIPT = textwrap.dedent(
+    """\
+    import asyncio, json, sys
+    from ragkit.query.modes import available_modes
+    from ragkit.rag import RAG
+    from ragkit.settings import load_settings
+
+    async def main():
+        async with RAG(load_settings().settings) as rag:
+            mine = await rag.aquery(sys.argv[1], mode="keyword-chunks", only_need_context=True, chunk_top_k=3)
+            texts = [sys.argv[1], *mine.metadata["keywords"]["low_level"]]
+            # What the mode promises: each text's nearest chunks, interleaved, best first.
+            lists = [(await rag.aquery(t, mode="naive", only_need_context=True, chunk_top_k=3)).chunks for t in texts]
+            expected = []
+            for rank in range(3):
+                for chunks in lists:
+                    if rank < len(chunks) and chunks[rank]["id"] not in expected:
+                        expected.append(chunks[rank]["id"])
+            mode = next(m for m in available_modes() if m.name == "keyword-chunks")
+            print(json.dumps({"ids": [c["id"] for c in mine.chunks], "expected": expected[:3], "texts": texts,
+                              "stages": sorted({c["stage"] for c in mine.chunks}), "entities": len(mine.entities),
+                              "distribution": mode.distribution, "mode": mine.metadata["mode"]}))
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_example_query_mode_runs_from_the_api_and_the_cli(venv, tmp_path):
+    env = {"RAGKIT_LLM": "offline"}
+    out = venv.ragkit("index", str(EXAMPLE.parents[1] / "examples" / "corpus" / "en"), cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+    out = venv.run("-c", API_SCRIPT, QUESTION, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    got = json.loads(out.stdout)
+    assert got["mode"] == "keyword-chunks" and got["distribution"] == "ragkit-example-plugin"
+    assert len(got["texts"]) > 1, "the offline LLM finds named things in the question"
+    assert got["ids"] == got["expected"] and len(got["ids"]) == 3
+    assert got["stages"] == ["chunk_vectors"] and got["entities"] == 0
+
+    help_text = venv.ragkit("query", "--help", cwd=tmp_path, env=env).stdout
+    assert "keyword-chunks" in "".join(help_text.split())  # argparse may wrap at the hyphen
+    out = venv.ragkit("query", QUESTION, "--mode", "keyword-chunks", "--context-only", "--json", cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout)
+    assert result["metadata"]["mode"] == "keyword-chunks" and result["chunks"] and not result["entities"]
+    assert {c["stage"] for c in result["chunks"]} == {"chunk_vectors"}
+    assert {c["id"] for c in result["chunks"]} >= set(got["ids"])

@@ -13,3 +13,10 @@ def register_kv_stores(register):
     from ragkit_example_plugin.memory_kv import MemoryKVStore
 
     register(MemoryKVStore)  # registered under MemoryKVStore.name, "example-memory"
+
+
+@hookimpl
+def register_query_modes(register):
+    from ragkit_example_plugin.keyword_chunks import KeywordChunks
+
+    register(KeywordChunks)  # ragkit query --mode keyword-chunks

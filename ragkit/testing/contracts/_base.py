@@ -32,6 +32,7 @@ import pytest_asyncio
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
+from ragkit.plugins.kinds import KINDS
 from ragkit.protocols.base import BaseStore, Capability
 
 T = TypeVar("T")
@@ -53,7 +54,7 @@ PROTECTED = (
 CONTRACTS: dict[str, type] = {}
 """Registry kind (``"kv"``, ``"vector"``, ...) -> contract class, in registry order."""
 
-KIND_ORDER = ("kv", "vector", "graph", "doc_status", "llm", "embedder", "reranker")
+KIND_ORDER = tuple(KINDS)
 
 
 # -- capabilities ------------------------------------------------------------------
