@@ -13,12 +13,16 @@ File (``./ragkit.toml``, or ``RAGKIT_CONFIG`` / ``--config``)::
     [vector.options]          # validated by the adapter's own Options model
     ...
 
-Environment: ``RAGKIT_WORKSPACE``, ``RAGKIT_WORKING_DIR``, ``RAGKIT_<SECTION>``
-for a backend's name (``RAGKIT_GRAPH=neo4j``) and ``RAGKIT_<SECTION>__<OPTION>``
-for one option (``RAGKIT_LLM__API_KEY=...``); ``RAGKIT_INDEX__CHUNK_SIZE=800`` and
-``RAGKIT_INDEX__EXTRACT__GLEANING=1`` for the ``[index]`` section. Values that
-parse as JSON (numbers, booleans, lists) are taken as such, anything else as a
-string.
+Environment (read by pydantic-settings, ``__`` separating nesting levels):
+``RAGKIT_WORKSPACE``, ``RAGKIT_WORKING_DIR``, ``RAGKIT_<SECTION>`` for a
+backend's name (``RAGKIT_GRAPH=neo4j``) and ``RAGKIT_<SECTION>__<OPTION>`` for
+one option (``RAGKIT_LLM__API_KEY=...``); ``RAGKIT_INDEX__CHUNK_SIZE=800`` and
+``RAGKIT_INDEX__EXTRACT__GLEANING=1`` for the ``[index]`` section. Option values
+that parse as JSON (numbers, booleans, lists) are taken as such, anything else
+as a string.
+
+Options named like credentials (``api_key``, ``password``, ``auth_token``) are
+held as ``SecretStr``: no repr, dump or log shows them.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import EnvSettingsSource, SettingsError
 
 from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.pipeline.config import IndexConfig
@@ -39,8 +44,6 @@ from ragkit.plugins.kinds import SECTION_KINDS
 
 SECTIONS = SECTION_KINDS
 """Backend sections: each names the adapter of one kind (``ragkit.plugins.kinds``)."""
-PIPELINE_SECTIONS = ("index",)
-"""Typed sections of plain values; in the environment ``__`` separates nesting levels."""
 DEFAULT_FILE = "ragkit.toml"
 _SECRET_WORDS = ("key", "token", "password", "passwd", "secret", "credential", "credentials", "auth")
 _SECRET_SUFFIXES = ("key", "token", "password", "secret")  # apikey, accesstoken
@@ -53,9 +56,19 @@ class BackendSettings(BaseModel):
     name: str
     options: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("options")
+    @classmethod
+    def _hide_secrets(cls, options: dict[str, Any]) -> dict[str, Any]:
+        return _hide(options)
 
-def _backend(name: str, **options: Any) -> Any:
-    return Field(default_factory=lambda: BackendSettings(name=name, options=options))
+    def adapter_options(self) -> dict[str, Any]:
+        """The options with secrets revealed, for the adapter's own Options
+        model (which types the credentials it takes as ``SecretStr`` again)."""
+        return _reveal(self.options)
+
+
+def _backend(name: str) -> Any:
+    return Field(default_factory=lambda: BackendSettings(name=name))
 
 
 class Settings(BaseModel):
@@ -101,24 +114,45 @@ class LoadedSettings(BaseModel):
         return mask_secrets(self.settings.model_dump(mode="json"))
 
 
+class _Environment(EnvSettingsSource):
+    """``RAGKIT_*`` from ``env``; a backend section's variables are its name
+    and options (``RAGKIT_LLM``, ``RAGKIT_LLM__MODEL``), not its fields."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._env = env
+        super().__init__(Settings, case_sensitive=True, env_prefix="ragkit_", env_nested_delimiter="__")  # type: ignore[arg-type]
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {k.lower(): v for k, v in self._env.items() if k[:7].upper() == "RAGKIT_"}
+
+    def prepare_field_value(self, field_name: str, field: Any, value: Any, value_is_complex: bool) -> Any:
+        if field_name not in SECTIONS:
+            return super().prepare_field_value(field_name, field, value, value_is_complex)
+        options = _json_leaves(self.explode_env_vars(field_name, field, self.env_vars))
+        section = {"options": options} if options else {}
+        return {**section, "name": value} if value is not None else section or None
+
+
 def load_settings(
     path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
 ) -> LoadedSettings:
     env = os.environ if env is None else env
-    defaults = Settings().model_dump(mode="json")
-    sources = {key: "default" for key in _leaves(defaults)}
-    data = defaults
-
+    data = Settings().model_dump()
+    sources = dict.fromkeys(_leaves(data), "default")
     file = _config_path(path, env)
     if file is not None:
         file_data = _read_toml(file)
         data = _merge(data, file_data)
-        sources.update({k: f"file ({file})" for k in _leaves(file_data)})
-    env_data = _from_env(env)
+        sources.update(dict.fromkeys(_leaves(file_data), f"file ({file})"))
+    try:
+        env_data = _Environment(env)()
+    except SettingsError as exc:
+        raise ConfigError(f"invalid settings in the environment: {exc} ({exc.__cause__})") from exc
     data = _merge(data, env_data)
     sources.update({k: f"env ({_env_name(k)})" for k in _leaves(env_data)})
-    # Keep only the most specific source of each value.
-    sources = {k: v for k, v in sources.items() if not any(o.startswith(k + ".") for o in sources)}
+    # Keep only the most specific source of each value: llm.name, not llm.
+    parents = {k[:i] for k in sources for i, c in enumerate(k) if c == "."}
+    sources = {k: v for k, v in sources.items() if k not in parents}
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
@@ -154,61 +188,38 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return {k: {"name": v} if k in SECTIONS and isinstance(v, str) else v for k, v in data.items()}
 
 
-def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in env.items():
-        if not key.startswith("RAGKIT_"):
+def _json_leaves(data: dict[str, Any]) -> dict[str, Any]:
+    """Option values as JSON where they parse as a number, boolean, list or null."""
+    out = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out[key] = _json_leaves(value)
             continue
-        rest = key[len("RAGKIT_"):].lower()
-        section, _, option = rest.partition("__")
-        if section in ("workspace", "working_dir") and not option:
-            out[section] = value
-        elif section in PIPELINE_SECTIONS and option:
-            *path, last = option.split("__")
-            block = out.setdefault(section, {})
-            for part in path:
-                block = block.setdefault(part, {})
-            block[last] = _env_value(value)
-        elif section in SECTIONS:
-            block = out.setdefault(section, {})
-            if option:
-                block.setdefault("options", {})[option] = _env_value(value)
-            else:
-                block["name"] = value
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value
+        out[key] = value if isinstance(parsed, str) else parsed
     return out
 
 
-def _env_value(value: str) -> Any:
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return value
-    return parsed if not isinstance(parsed, str) else value
-
-
 def _env_name(dotted: str) -> str:
+    """The variable that set a value: ``llm.options.api_key`` -> ``RAGKIT_LLM__API_KEY``."""
     parts = dotted.split(".")
-    if parts[0] in PIPELINE_SECTIONS:
-        return "RAGKIT_" + "__".join(p.upper() for p in parts)
-    if len(parts) == 1:
-        return f"RAGKIT_{parts[0].upper()}"
-    if parts[1] == "name":
-        return f"RAGKIT_{parts[0].upper()}"
-    return f"RAGKIT_{parts[0].upper()}__{parts[-1].upper()}"
+    if parts[0] in SECTIONS:
+        parts = [parts[0], *parts[2:]]  # drop "name" / "options"
+    return "RAGKIT_" + "__".join(parts).upper()
 
 
 def _merge(base: Any, override: Any) -> Any:
     if isinstance(base, dict) and isinstance(override, dict):
         merged = dict(base)
         for key, value in override.items():
-            # Choosing another backend drops the default backend's options.
-            if key in SECTIONS and isinstance(value, dict) and isinstance(base.get(key), dict):
-                old = base[key]
-                if value.get("name", old.get("name")) != old.get("name"):
-                    old = {"name": value["name"], "options": {}}
-                merged[key] = _merge(old, value)
-            else:
-                merged[key] = _merge(base.get(key), value)
+            old = base.get(key)
+            # Choosing another backend drops the previous backend's options.
+            if key in SECTIONS and isinstance(old, dict) and isinstance(value, dict) and value.get("name", old["name"]) != old["name"]:
+                old = None
+            merged[key] = _merge(old, value)
         return merged
     return override
 
@@ -217,6 +228,18 @@ def _leaves(data: Any, prefix: str = "") -> list[str]:
     if isinstance(data, dict) and data:
         return [leaf for k, v in data.items() for leaf in _leaves(v, f"{prefix}{k}.")]
     return [prefix.rstrip(".")] if prefix else []
+
+
+def _hide(data: Any, name: str = "") -> Any:
+    if isinstance(data, dict):
+        return {k: _hide(v, k) for k, v in data.items()}
+    return SecretStr(data) if isinstance(data, str) and is_secret(name) else data
+
+
+def _reveal(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: _reveal(v) for k, v in data.items()}
+    return data.get_secret_value() if isinstance(data, SecretStr) else data
 
 
 def is_secret(name: str) -> bool:
@@ -238,4 +261,3 @@ def mask_secrets(data: Any, name: str = "") -> Any:
     if isinstance(data, str):
         return _URL_PASSWORD.sub(r"\1****@", data)
     return data
-
