@@ -13,16 +13,23 @@ File (``./ragkit.toml``, or ``RAGKIT_CONFIG`` / ``--config``)::
     [vector.options]          # validated by the adapter's own Options model
     ...
 
-Environment (read by pydantic-settings, ``__`` separating nesting levels):
-``RAGKIT_WORKSPACE``, ``RAGKIT_WORKING_DIR``, ``RAGKIT_<SECTION>`` for a
-backend's name (``RAGKIT_GRAPH=neo4j``) and ``RAGKIT_<SECTION>__<OPTION>`` for
-one option (``RAGKIT_LLM__API_KEY=...``); ``RAGKIT_INDEX__CHUNK_SIZE=800`` and
-``RAGKIT_INDEX__EXTRACT__GLEANING=1`` for the ``[index]`` section. Option values
-that parse as JSON (numbers, booleans, lists) are taken as such, anything else
-as a string.
+Environment (``__`` separates nesting levels): ``RAGKIT_WORKSPACE``,
+``RAGKIT_WORKING_DIR``, ``RAGKIT_<SECTION>`` for a backend's name
+(``RAGKIT_GRAPH=neo4j``) and ``RAGKIT_<SECTION>__<OPTION>`` for one option
+(``RAGKIT_LLM__API_KEY=...``); ``RAGKIT_INDEX__CHUNK_SIZE=800`` and
+``RAGKIT_INDEX__EXTRACT__GLEANING=1`` for the ``[index]`` section. Option and
+``[index]`` values that parse as JSON (numbers, booleans, lists) are taken as
+such, anything else as a string.
 
 Options named like credentials (``api_key``, ``password``, ``auth_token``) are
 held as ``SecretStr``: no repr, dump or log shows them.
+
+Why not pydantic-settings: its ``EnvSettingsSource`` was tried (issue 14). It
+reads ``RAGKIT_*`` into a nested dict but needs a subclass for a backend's
+variables (name and options, not fields) and JSON option values, while the
+merge, the sources and the file stay hand-written: 4 more lines than
+``_from_env`` and ``load_settings`` 2.4x slower (385 vs 160 us), plus 40+ ms to
+import it.
 """
 
 from __future__ import annotations
@@ -36,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import EnvSettingsSource, SettingsError
 
 from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.pipeline.config import IndexConfig
@@ -114,25 +120,6 @@ class LoadedSettings(BaseModel):
         return mask_secrets(self.settings.model_dump(mode="json"))
 
 
-class _Environment(EnvSettingsSource):
-    """``RAGKIT_*`` from ``env``; a backend section's variables are its name
-    and options (``RAGKIT_LLM``, ``RAGKIT_LLM__MODEL``), not its fields."""
-
-    def __init__(self, env: Mapping[str, str]) -> None:
-        self._env = env
-        super().__init__(Settings, case_sensitive=True, env_prefix="ragkit_", env_nested_delimiter="__")  # type: ignore[arg-type]
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        return {k.lower(): v for k, v in self._env.items() if k[:7].upper() == "RAGKIT_"}
-
-    def prepare_field_value(self, field_name: str, field: Any, value: Any, value_is_complex: bool) -> Any:
-        if field_name not in SECTIONS:
-            return super().prepare_field_value(field_name, field, value, value_is_complex)
-        options = _json_leaves(self.explode_env_vars(field_name, field, self.env_vars))
-        section = {"options": options} if options else {}
-        return {**section, "name": value} if value is not None else section or None
-
-
 def load_settings(
     path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
 ) -> LoadedSettings:
@@ -144,10 +131,7 @@ def load_settings(
         file_data = _read_toml(file)
         data = _merge(data, file_data)
         sources.update(dict.fromkeys(_leaves(file_data), f"file ({file})"))
-    try:
-        env_data = _Environment(env)()
-    except SettingsError as exc:
-        raise ConfigError(f"invalid settings in the environment: {exc} ({exc.__cause__})") from exc
+    env_data = _from_env(env)
     data = _merge(data, env_data)
     sources.update({k: f"env ({_env_name(k)})" for k in _leaves(env_data)})
     # Keep only the most specific source of each value: llm.name, not llm.
@@ -188,19 +172,35 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return {k: {"name": v} if k in SECTIONS and isinstance(v, str) else v for k, v in data.items()}
 
 
-def _json_leaves(data: dict[str, Any]) -> dict[str, Any]:
-    """Option values as JSON where they parse as a number, boolean, list or null."""
-    out = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            out[key] = _json_leaves(value)
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    """``RAGKIT_A__B__C=v`` as ``{"a": {"b": {"c": v}}}`` for a setting ``a``; a
+    backend's variables set its name (``RAGKIT_LLM``) and options (``RAGKIT_LLM__MODEL``)."""
+    out: dict[str, Any] = {}
+    for key, value in env.items():
+        if key[:7].upper() != "RAGKIT_":
             continue
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            parsed = value
-        out[key] = value if isinstance(parsed, str) else parsed
+        path = key[7:].lower().split("__")
+        if path[0] in SECTIONS and len(path) == 1:
+            path.append("name")
+        elif path[0] in SECTIONS:
+            path.insert(1, "options")
+        elif path[0] not in Settings.model_fields or (len(path) > 1) != (path[0] == "index"):
+            continue  # RAGKIT_CONFIG, RAGKIT_REDIS_URL (tests), ...
+        *parents, last = path
+        block = out
+        for part in parents:
+            block = block.setdefault(part, {})
+        block[last] = value if len(path) == 1 or last == "name" else _json_value(value)
     return out
+
+
+def _json_value(value: str) -> Any:
+    """Numbers, booleans, lists and null as JSON; anything else as the string."""
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return value
+    return value if isinstance(parsed, str) else parsed
 
 
 def _env_name(dotted: str) -> str:
