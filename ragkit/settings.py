@@ -47,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.pipeline.config import IndexConfig
 from ragkit.plugins.kinds import SECTION_KINDS
+from ragkit.redact import register_secret
 
 SECTIONS = SECTION_KINDS
 """Backend sections: each names the adapter of one kind (``ragkit.plugins.kinds``)."""
@@ -233,7 +234,10 @@ def _leaves(data: Any, prefix: str = "") -> list[str]:
 def _hide(data: Any, name: str = "") -> Any:
     if isinstance(data, dict):
         return {k: _hide(v, k) for k, v in data.items()}
-    return SecretStr(data) if isinstance(data, str) and is_secret(name) else data
+    if isinstance(data, str) and is_secret(name):
+        register_secret(data)  # error text quoting it (a server echoing a header) is scrubbed too
+        return SecretStr(data)
+    return data
 
 
 def _reveal(data: Any) -> Any:

@@ -6,6 +6,7 @@ import pytest
 
 from ragkit.backends import build_store, validate_options
 from ragkit.errors import AdapterNotFoundError, ConfigError
+from ragkit.redact import redact
 from ragkit.settings import load_settings, mask_secrets
 
 
@@ -134,16 +135,18 @@ def test_credentials_are_secret_in_settings_and_revealed_only_to_the_adapter(tmp
         password: SecretStr
         key_prefix: str
 
-    path = write(tmp_path, '[llm]\nname = "x"\n[llm.options]\npassword = "hunter2"\n')
+    path = write(tmp_path, '[llm]\nname = "x"\n[llm.options]\npassword = "hunter2-from-file"\n')
     loaded = load_settings(path, env={"RAGKIT_LLM__API_KEY": "sk-live", "RAGKIT_LLM__KEY_PREFIX": "p:"})
     options = loaded.settings.llm.options
     assert isinstance(options["api_key"], SecretStr) and isinstance(options["password"], SecretStr)
     for shown in (repr(loaded), str(loaded.settings), loaded.settings.model_dump_json(), str(loaded.masked())):
-        assert "sk-live" not in shown and "hunter2" not in shown
+        assert "sk-live" not in shown and "hunter2-from-file" not in shown
     given = Options.model_validate(loaded.settings.llm.adapter_options())
-    assert given.api_key.get_secret_value() == "sk-live" and given.password.get_secret_value() == "hunter2"
+    assert given.api_key.get_secret_value() == "sk-live" and given.password.get_secret_value() == "hunter2-from-file"
     assert given.key_prefix == "p:"
     assert "sk-live" not in repr(given)
+    # A key from the file, which no environment variable holds, is scrubbed from error text too.
+    assert redact("the server said: bad password hunter2-from-file") == "the server said: bad password ****"
 
 
 def test_a_rejected_secret_option_is_named_not_shown():
