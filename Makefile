@@ -1,5 +1,6 @@
 # Everything runs in ./.venv, created on first use. `make demo` is the main job
-# on the embedded defaults; `make test` installs everything and runs all tests.
+# on the embedded defaults; `make test` installs everything and runs all tests,
+# with the servers they need.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -28,8 +29,18 @@ demo: $(STAMP)
 	RAGKIT_WORKING_DIR=$(DEMO_DIR) RAGKIT_EMBEDDER=$(DEMO_EMBEDDER) $(VENV)/bin/ragkit index examples/corpus
 	RAGKIT_WORKING_DIR=$(DEMO_DIR) RAGKIT_EMBEDDER=$(DEMO_EMBEDDER) $(VENV)/bin/ragkit query "$(DEMO_QUESTION)" --mode mix
 
+# Adapters and backend combinations the tests must run: unreachable or missing
+# is a failure, not a skip (tests/contract/conftest.py, tests/integration/
+# test_backend_matrix.py). Override with RAGKIT_CONTRACT_REQUIRE= to let them skip.
+RAGKIT_CONTRACT_REQUIRE ?= kv:sqlite,vector:numpy,graph:networkx,doc_status:sqlite,llm:scripted,llm:offline,embedder:hash,reranker:overlap,embedder:sentence-transformers,reranker:cross-encoder,llm:openai,embedder:openai,llm:ollama,embedder:ollama,reranker:rerank-api,vector:chroma,vector:chroma-http,vector:qdrant,graph:neo4j,kv:redis,doc_status:redis
+RAGKIT_MATRIX_REQUIRE ?= embedded,servers,mixed
+
+# scripts/test-services starts Redis, the Bolt stand-in and a Chroma server on
+# free loopback ports (or uses yours: RAGKIT_REDIS_URL, RAGKIT_NEO4J_URI,
+# RAGKIT_CHROMA_URL), runs pytest with their URLs and stops them after.
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	RAGKIT_CONTRACT_REQUIRE='$(RAGKIT_CONTRACT_REQUIRE)' RAGKIT_MATRIX_REQUIRE='$(RAGKIT_MATRIX_REQUIRE)' \
+		$(PY) scripts/test-services $(PY) -m pytest $(PYTEST_ARGS)
 
 contract-counts: $(STAMP)
 	$(PY) -m ragkit.testing.contracts

@@ -18,7 +18,7 @@ def store_config(
         namespace=namespace,
         workspace=settings.workspace,
         working_dir=settings.working_dir,
-        options=dict(backend.options),
+        options=backend.adapter_options(),
         dimension=dimension,
     )
 
@@ -40,7 +40,7 @@ def build_model(settings: Settings, kind: str, registry: Registry | None = None)
     backend = getattr(settings, kind)
     if backend is None:
         return None
-    return create_model(kind, backend.name, dict(backend.options), registry or get_registry())
+    return create_model(kind, backend.name, backend.adapter_options(), registry or get_registry())
 
 
 def validate_options(settings: Settings, registry: Registry | None = None) -> dict[str, str | None]:
@@ -56,7 +56,7 @@ def validate_options(settings: Settings, registry: Registry | None = None) -> di
             cls = registry.get(kind, backend.name)
             options_model = getattr(cls, "Options", None)
             if options_model is not None:
-                options_model.model_validate(backend.options)
+                options_model.model_validate(backend.adapter_options())
             problems[kind] = None
         except ConfigError as exc:
             problems[kind] = str(exc)

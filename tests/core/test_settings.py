@@ -6,6 +6,7 @@ import pytest
 
 from ragkit.backends import build_store, validate_options
 from ragkit.errors import AdapterNotFoundError, ConfigError
+from ragkit.redact import redact
 from ragkit.settings import load_settings, mask_secrets
 
 
@@ -122,3 +123,54 @@ def test_index_section_from_file_and_nested_environment(tmp_path):
 def test_bad_index_settings_name_the_problem(env, message):
     with pytest.raises(ConfigError, match=message):
         load_settings(env=env)
+
+
+def test_credentials_are_secret_in_settings_and_revealed_only_to_the_adapter(tmp_path):
+    """A key from the environment or the file is a SecretStr in the settings (no
+    repr or dump shows it); the adapter's own model gets it, typed as it types it."""
+    from pydantic import BaseModel, SecretStr
+
+    class Options(BaseModel):  # an adapter typing one secret as SecretStr, one secret-looking name as str
+        api_key: SecretStr
+        password: SecretStr
+        key_prefix: str
+
+    path = write(tmp_path, '[llm]\nname = "x"\n[llm.options]\npassword = "hunter2-from-file"\n')
+    loaded = load_settings(path, env={"RAGKIT_LLM__API_KEY": "sk-live", "RAGKIT_LLM__KEY_PREFIX": "p:"})
+    options = loaded.settings.llm.options
+    assert isinstance(options["api_key"], SecretStr) and isinstance(options["password"], SecretStr)
+    for shown in (repr(loaded), str(loaded.settings), loaded.settings.model_dump_json(), str(loaded.masked())):
+        assert "sk-live" not in shown and "hunter2-from-file" not in shown
+    given = Options.model_validate(loaded.settings.llm.adapter_options())
+    assert given.api_key.get_secret_value() == "sk-live" and given.password.get_secret_value() == "hunter2-from-file"
+    assert given.key_prefix == "p:"
+    assert "sk-live" not in repr(given)
+    # A key from the file, which no environment variable holds, is scrubbed from error text too.
+    assert redact("the server said: bad password hunter2-from-file") == "the server said: bad password ****"
+
+
+def test_a_rejected_secret_option_is_named_not_shown():
+    loaded = load_settings(env={"RAGKIT_EMBEDDER__API_KEY": "sk-live-123"})
+    problem = validate_options(loaded.settings)["embedder"]
+    assert problem and "api_key" in problem and "sk-live-123" not in problem
+
+
+def test_nested_options_from_environment_keep_their_path_and_source():
+    loaded = load_settings(env={"RAGKIT_VECTOR": "chroma", "RAGKIT_VECTOR__HEADERS__AUTHORIZATION": "Bearer t0k"})
+    headers = loaded.settings.vector.options["headers"]
+    assert headers["authorization"].get_secret_value() == "Bearer t0k"
+    assert loaded.sources["vector.options.headers.authorization"] == "env (RAGKIT_VECTOR__HEADERS__AUTHORIZATION)"
+    assert loaded.sources["vector.name"] == "env (RAGKIT_VECTOR)"
+
+
+def test_file_backend_options_dropped_when_environment_names_another_backend(tmp_path):
+    path = write(tmp_path, '[llm]\nname = "scripted"\n[llm.options]\ndefault = "hi"\n')
+    loaded = load_settings(path, env={"RAGKIT_LLM": "offline"})
+    assert (loaded.settings.llm.name, loaded.settings.llm.options) == ("offline", {})
+    same = load_settings(path, env={"RAGKIT_LLM": "scripted"})
+    assert same.settings.llm.options == {"default": "hi"}
+
+
+def test_unrelated_ragkit_variables_are_not_settings():
+    loaded = load_settings(env={"RAGKIT_CONFIG_X": "1", "RAGKIT_REDIS_URL": "redis://h", "RAGKIT_WORKSPACE__X": "y", "RAGKIT_INDEX": "5"})
+    assert loaded.settings == load_settings(env={}).settings

@@ -82,8 +82,8 @@ class ChromaOptions(BaseModel):
     """HTTP: server port (default 8000)."""
     ssl: bool | None = None
     """HTTP: use https."""
-    headers: dict[str, str] = Field(default_factory=dict)
-    """HTTP: extra headers sent with every request."""
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    """HTTP: extra headers sent with every request (secret: they may carry credentials)."""
     auth_token: SecretStr | None = None
     """HTTP: sent as ``Authorization: Bearer <token>`` (Chroma's token auth)."""
     tenant: str = "default_tenant"
@@ -227,7 +227,7 @@ class ChromaVectorStore(VectorStore):
         settings = Settings(anonymized_telemetry=False)
         try:
             if o.mode == "http":
-                headers = dict(o.headers)
+                headers = {k: v.get_secret_value() for k, v in o.headers.items()}
                 if o.auth_token is not None:
                     headers["Authorization"] = f"Bearer {o.auth_token.get_secret_value()}"
                 client = chromadb.HttpClient(

@@ -93,8 +93,9 @@ def test_chroma_http_rejects_a_path():
 
 def test_auth_token_is_secret():
     """The token never shows in the options' repr (nor in error messages)."""
-    store = ChromaVectorStore(config(auth_token="s3cret", host="h"))
-    assert "s3cret" not in repr(store.options)
+    store = ChromaVectorStore(config(auth_token="s3cret", headers={"X-Chroma-Token": "h3ader"}, host="h"))
+    assert "s3cret" not in repr(store.options) and "h3ader" not in repr(store.options)
+    assert store.options.headers["X-Chroma-Token"].get_secret_value() == "h3ader"
 
 
 @pytest.mark.parametrize(
