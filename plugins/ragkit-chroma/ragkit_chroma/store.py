@@ -28,14 +28,10 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
-from urllib.parse import urlsplit
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
@@ -48,7 +44,6 @@ from ragkit_chroma._where import NO_MATCH, check_metadata, to_where
 
 T = TypeVar("T")
 
-DEFAULT_URL = "http://127.0.0.1:8000"
 DIMENSION_KEY = "ragkit_dimension"
 _TIE = 2e-6  # scores this close to the k-th may tie with it after rank_hits' rounding
 _EXTRA = 8  # candidates fetched past top_k, so that ties at the cut can be seen
@@ -123,24 +118,6 @@ def collection_name(prefix: str, workspace: str, namespace: str) -> str:
     appended; ``.`` never occurs in ragkit names, so names never collide."""
     name = f"{prefix}.{workspace}.{namespace}"
     return name if name[-1].isalnum() else f"{name}.0"
-
-
-def options_from_url(url: str) -> dict[str, Any]:
-    """``http(s)://host:port`` as ``host``/``port``/``ssl`` options."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{url!r} is not an http(s)://host:port URL")
-    ssl = parts.scheme == "https"
-    return {"host": parts.hostname, "port": parts.port or (443 if ssl else 8000), "ssl": ssl}
-
-
-def server_answers(url: str, timeout: float = 3.0) -> bool:
-    """Whether a Chroma server answers ``GET <url>/api/v2/heartbeat``."""
-    try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/api/v2/heartbeat", timeout=timeout) as r:
-            return r.status == 200
-    except (OSError, urllib.error.URLError, ValueError):
-        return False
 
 
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:
@@ -555,16 +532,3 @@ class ChromaHttpVectorStore(ChromaVectorStore):
 
     name: ClassVar[str] = "chroma-http"
     Options: ClassVar[type[BaseModel]] = ChromaHttpOptions
-
-    @classmethod
-    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
-        """The server at ``RAGKIT_CHROMA_URL`` (default http://127.0.0.1:8000)."""
-        url = os.environ.get("RAGKIT_CHROMA_URL", DEFAULT_URL)
-        if not server_answers(url):
-            import pytest
-
-            pytest.skip(
-                f"no Chroma server answers at {url}: start one with "
-                "`python plugins/ragkit-chroma/scripts/chroma-server start` or set RAGKIT_CHROMA_URL"
-            )
-        return options_from_url(url)

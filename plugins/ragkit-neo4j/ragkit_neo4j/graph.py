@@ -20,13 +20,9 @@ get an index. See ``cypher.py`` for how names and values reach Cypher.
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, ClassVar, Literal
-from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
@@ -130,31 +126,6 @@ class Neo4jGraphStore(GraphStore):
         self._label = quote_ident(self.label_name)
         self._rel = quote_ident(self.options.relationship_type)
         self._shared: _server.SharedDriver | None = None
-
-    @classmethod
-    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
-        """Options for ragkit's contract run: a server at ``RAGKIT_NEO4J_URI``
-        (``RAGKIT_NEO4J_USER``/``RAGKIT_NEO4J_PASSWORD`` if it needs auth)."""
-        import pytest
-
-        uri = os.environ.get("RAGKIT_NEO4J_URI")
-        if not uri:
-            pytest.skip(
-                "set RAGKIT_NEO4J_URI (e.g. bolt://127.0.0.1:7687 after "
-                "`plugins/ragkit-neo4j/scripts/bolt-server start`)"
-            )
-        parsed = urlparse(uri)
-        try:  # a TCP connect only: the stand-in copes with a dropped socket
-            with socket.create_connection((parsed.hostname or "localhost", parsed.port or 7687), timeout=2):
-                pass
-        except OSError as exc:
-            pytest.skip(f"RAGKIT_NEO4J_URI={uri} does not accept connections: {exc}")
-        # A statement the server never answers fails the test instead of hanging the run.
-        options: dict[str, Any] = {"uri": uri, "query_timeout": 120.0}
-        if os.environ.get("RAGKIT_NEO4J_USER"):
-            options["user"] = os.environ["RAGKIT_NEO4J_USER"]
-            options["password"] = os.environ.get("RAGKIT_NEO4J_PASSWORD", "")
-        return options
 
     # -- connection ------------------------------------------------------------------
 

@@ -29,7 +29,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -151,24 +150,6 @@ class QdrantVectorStore(VectorStore):
         self.options: QdrantOptions
         self._client: AsyncQdrantClient | None = None
         self._local_key: str | None = None
-
-    @classmethod
-    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
-        """Local mode under ``tmp_path``, or the server at ``RAGKIT_QDRANT_URL``."""
-        url = os.environ.get("RAGKIT_QDRANT_URL")
-        if not url:
-            return {"path": str(tmp_path / "qdrant")}
-        import pytest
-        from qdrant_client import QdrantClient
-
-        client = QdrantClient(url=url, timeout=3, check_compatibility=False)
-        try:
-            client.get_collections()
-        except Exception as exc:
-            pytest.skip(f"no Qdrant server answers at {url} (RAGKIT_QDRANT_URL): {exc}")
-        finally:
-            client.close()
-        return {"url": url}
 
     # -- where things are ----------------------------------------------------------
 

@@ -16,12 +16,9 @@ nothing scans the keyspace (no ``KEYS``, no ``SCAN``).
 
 from __future__ import annotations
 
-import os
 import re
-import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -77,22 +74,6 @@ def chunked(items: list[Any], size: int) -> Iterator[list[Any]]:
     return (items[i:i + size] for i in range(0, len(items), size))
 
 
-def reachable_url(env: str, hint: str) -> str:
-    """``contract_options`` helper: the URL in ``env``, or ``pytest.skip``."""
-    import pytest
-
-    url = os.environ.get(env)
-    if not url:
-        pytest.skip(f"set {env} ({hint})")
-    parsed = urlparse(url)
-    try:
-        with socket.create_connection((parsed.hostname or "localhost", parsed.port or 6379), timeout=2):
-            pass
-    except OSError as exc:
-        pytest.skip(f"{env}={url} does not accept connections: {exc}")
-    return url
-
-
 class RedisStore(BaseStore):
     """Base of both Redis stores: one client per open store."""
 
@@ -105,15 +86,6 @@ class RedisStore(BaseStore):
         self.ids_key = f"{self.base}:ids".encode()
         self._record_prefix = f"{self.base}:r:".encode()
         self._client: Any = None
-
-    @classmethod
-    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
-        """Options for ragkit's contract run: the server at ``RAGKIT_REDIS_URL``."""
-        url = reachable_url(
-            "RAGKIT_REDIS_URL",
-            "e.g. redis://127.0.0.1:6379/0 after `plugins/ragkit-redis/scripts/redis-server start`",
-        )
-        return {"url": url}
 
     def record_key(self, key: str) -> bytes:
         return self._record_prefix + encode_key(key)
