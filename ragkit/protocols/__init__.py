@@ -1,7 +1,9 @@
 """The contracts every adapter implements. Docstrings are normative: the
-contract suite in ``ragkit.testing`` checks exactly what they say."""
+contract suite in ``ragkit.testing`` checks exactly what they say. Store
+adapters implement the protocols' hooks (``_upsert`` for ``upsert``...); the
+public methods are the protocols' own (see ``ragkit.protocols.base``)."""
 
-from ragkit.protocols.base import BaseStore, Capability, NoOptions, StoreConfig
+from ragkit.protocols.base import BaseStore, Capability, NoOptions, StoreConfig, bypass_template
 from ragkit.protocols.doc_status import DocStatusStore
 from ragkit.protocols.graph import EdgeKey, GraphStore, edge_key
 from ragkit.protocols.kv import KVStore
@@ -37,6 +39,7 @@ __all__ = [
     "Tokenizer",
     "Usage",
     "VectorStore",
+    "bypass_template",
     "edge_key",
     "matches_filter",
 ]

@@ -11,20 +11,38 @@ Lifecycle::
 ``async with store:`` does open/close. Using a store that is not open raises
 ``StoreClosedError``. ``drop()`` deletes everything in this store's workspace and
 namespace (and nothing else) and leaves the store open and empty.
+
+Template methods. Every public method of a store protocol is concrete here and
+in the kind's base class (``KVStore``, ``VectorStore``, ...): it checks the
+store is open and validates and normalises its arguments, once, then calls the
+adapter's hook of the same name with a leading underscore (``upsert`` calls
+``_upsert``, ``open`` calls ``_open``). Adapters implement only hooks, so no
+adapter can forget a rule. A class that overrides a public method instead fails
+when it is created, with a ``TypeError`` naming the hook to implement; an
+override that must replace the checks too says so with ``@bypass_template``.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragkit.errors import ConfigError, StoreClosedError, describe_validation_error
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+_HOOK = "__ragkit_hook__"
+_BYPASS = "__ragkit_bypass__"
 
 
 class Capability(str, Enum):
@@ -82,8 +100,72 @@ class StoreConfig(BaseModel):
         return value
 
 
-class BaseStore:
-    """Shared plumbing for every store kind; adapters subclass a kind's ABC."""
+# -- template methods -------------------------------------------------------------
+
+
+def template(hook: str) -> Callable[[F], F]:
+    """Mark a protocol's public method as final: adapters change what it does
+    through ``hook`` (named in the error an override gets)."""
+
+    def mark(fn: F) -> F:
+        setattr(fn, _HOOK, hook)
+        return fn
+
+    return mark
+
+
+def bypass_template(reason: str) -> Callable[[F], F]:
+    """The escape hatch: let an adapter override a public method itself.
+
+    The override then owns everything the base class did there: call
+    ``self._check_open()`` first and validate its arguments with the protocol's
+    helpers. ``reason`` says why the hook is not enough (kept on the function).
+    """
+    if not isinstance(reason, str) or not reason.strip():
+        raise ValueError("bypass_template needs a reason: why the hook is not enough")
+
+    def mark(fn: F) -> F:
+        setattr(fn, _BYPASS, reason)
+        return fn
+
+    return mark
+
+
+def _member(value: Any) -> Any:
+    return value.__func__ if isinstance(value, (classmethod, staticmethod)) else value
+
+
+def _check_overrides(cls: type) -> None:
+    """Raise ``TypeError`` when ``cls`` resolves a final public method to an
+    unmarked override (defined by it or by a mixin before the protocol)."""
+    hooks: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        for name, value in vars(klass).items():
+            hook = getattr(_member(value), _HOOK, None)
+            if hook is not None:
+                hooks[name] = hook
+    for name, hook in hooks.items():
+        value = _member(inspect.getattr_static(cls, name))
+        if getattr(value, _HOOK, None) is not None or getattr(value, _BYPASS, None):
+            continue
+        owner = next(k for k in cls.__mro__ if name in vars(k))
+        raise TypeError(
+            f"{owner.__qualname__} overrides {name}(), which the store protocol defines "
+            f"once for every adapter (it checks the store is open and validates the "
+            f"arguments): implement {hook} instead, or, if the override must replace "
+            f"those checks too, decorate it with @ragkit.protocols.bypass_template(reason)"
+        )
+
+
+class BaseStore(ABC):
+    """Shared plumbing for every store kind; adapters subclass a kind's ABC.
+
+    Hooks of the lifecycle (all optional but ``_drop``): ``_open`` connects or
+    loads, ``_flush`` makes writes durable, ``_close`` releases (by default it
+    flushes), ``_drop`` deletes this workspace's and namespace's data. They run
+    only when the lifecycle allows: ``_open`` on a closed store, the others on
+    an open one.
+    """
 
     name: ClassVar[str] = ""
     """Registered name, e.g. ``"sqlite"``."""
@@ -99,7 +181,11 @@ class BaseStore:
                 f"invalid options for {type(self).__name__} "
                 f"(namespace {config.namespace!r}): {describe_validation_error(exc)}"
             ) from exc
-        self._open = False
+        self._is_open = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _check_overrides(cls)
 
     @property
     def namespace(self) -> str:
@@ -111,25 +197,76 @@ class BaseStore:
 
     @property
     def is_open(self) -> bool:
-        return self._open
+        return self._is_open
 
     def _check_open(self) -> None:
-        if not self._open:
+        if not self._is_open:
             raise StoreClosedError(
                 f"{type(self).__name__} {self.workspace}/{self.namespace} is not open: "
                 "call `await store.open()` (or use `async with store:`) first"
             )
 
+    async def _while_open(self, items: AsyncIterator[T]) -> AsyncIterator[T]:
+        """``items``, checking before each one that the store is still open (a
+        scan outliving ``close()`` raises ``StoreClosedError``, not a backend error)."""
+        try:
+            while True:
+                self._check_open()
+                try:
+                    item = await anext(items)
+                except StopAsyncIteration:
+                    return
+                yield item
+        finally:
+            close = getattr(items, "aclose", None)
+            if close is not None:
+                await close()
+
+    # -- the lifecycle -------------------------------------------------------------
+
+    @template("_open")
     async def open(self) -> None:
-        self._open = True
+        """Connect, create tables or collections, load files; no-op when open."""
+        if self._is_open:
+            return
+        await self._open()
+        self._is_open = True
 
+    @template("_flush")
     async def flush(self) -> None:
-        """Make every write so far durable. A no-op for stores that commit each write."""
+        """Make every write so far durable."""
+        self._check_open()
+        await self._flush()
 
+    @template("_close")
     async def close(self) -> None:
-        if self._open:
-            await self.flush()
-        self._open = False
+        """Flush, then release connections; no-op when closed. The instance can
+        be opened again. When ``_close`` fails the store stays open, so nothing
+        not yet saved is thrown away."""
+        if not self._is_open:
+            return
+        await self._close()
+        self._is_open = False
+
+    @template("_drop")
+    async def drop(self) -> None:
+        """Delete everything of this workspace and namespace; the store stays open."""
+        self._check_open()
+        await self._drop()
+
+    async def _open(self) -> None:
+        """Hook of ``open()``: connect or load. Release what it took if it fails."""
+
+    async def _flush(self) -> None:
+        """Hook of ``flush()``; nothing to do for stores that commit every write."""
+
+    async def _close(self) -> None:
+        """Hook of ``close()``: flush (the default), then release connections."""
+        await self._flush()
+
+    @abstractmethod
+    async def _drop(self) -> None:
+        """Hook of ``drop()``."""
 
     async def __aenter__(self):
         await self.open()
@@ -140,3 +277,59 @@ class BaseStore:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(workspace={self.workspace!r}, namespace={self.namespace!r})"
+
+
+def storable_key(key: object) -> bool:
+    """A key that can exist in a store: a non-empty str that encodes as UTF-8
+    (lone surrogates cannot). Reads and deletes treat any other key as missing."""
+    if not isinstance(key, str) or not key:
+        return False
+    if key.isascii():  # the common case, without encoding
+        return True
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def distinct(keys: Iterable[object]) -> list[Any]:
+    """The distinct items of ``keys`` in first-seen order. A single str is one
+    key (``delete("a")`` deletes ``"a"``, not its letters); unhashable items
+    are left out (they name nothing a store holds)."""
+    if isinstance(keys, str):
+        return [keys]
+    keys = keys if isinstance(keys, (list, tuple)) else list(keys)
+    try:
+        return list(dict.fromkeys(keys))
+    except TypeError:
+        return list(dict.fromkeys(k for k in keys if _hashable(k)))
+
+
+def unique_keys(keys: Iterable[object]) -> list[str]:
+    """The distinct storable keys of ``keys``, in first-seen order."""
+    return [k for k in distinct(keys) if storable_key(k)]
+
+
+def in_order(
+    asked: Sequence[object], found: Mapping[Any, T], convert: Callable[[T], Any], missing: Any = None
+) -> list[Any]:
+    """A batch read's answer: ``convert(found[k])`` per asked key, in the asked
+    order (duplicates included, each converted anew), ``missing`` where absent."""
+    get = found.get
+    try:
+        return [missing if (v := get(k)) is None else convert(v) for k in asked]
+    except TypeError:  # an unhashable key was asked: it is missing
+        return [missing if (v := _lookup(found, k)) is None else convert(v) for k in asked]
+
+
+def _hashable(key: object) -> bool:
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
+
+
+def _lookup(found: Mapping[Any, T], key: object) -> T | None:
+    return found.get(key) if _hashable(key) else None

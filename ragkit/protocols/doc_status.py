@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import json
+from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from datetime import datetime, timezone
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
 from ragkit.errors import InvalidTransitionError, InvalidValueError, describe_validation_error
-from ragkit.protocols.base import BaseStore
+from ragkit.protocols.base import BaseStore, in_order, storable_key, template, unique_keys
 from ragkit.schema import (
     ALLOWED_TRANSITIONS,
     DocStatus,
@@ -19,7 +21,16 @@ from ragkit.schema import (
 )
 
 
-class DocStatusStore(BaseStore, ABC):
+class StatusRow(NamedTuple):
+    """One validated record as ``_upsert`` gets it: its id, its status and its
+    JSON text (``encode_status``), which ``_get``/``_list_page`` hand back."""
+
+    id: str
+    status: DocStatus
+    data: str
+
+
+class DocStatusStore(BaseStore):
     """Where each document is in its lifecycle.
 
     ``pending -> processing -> processed | failed``, and ``deleting`` from any
@@ -36,31 +47,113 @@ class DocStatusStore(BaseStore, ABC):
       status (or all, with ``status=None``) ordered by id ascending. The cursor is
       the last id of the previous page, so a document present during the whole
       listing appears exactly once even while others are inserted concurrently.
+
+    Adapters implement the hooks ``_get``, ``_upsert``, ``_delete``, ``_counts``,
+    ``_list_page`` and ``_drop`` (``_transition`` optionally, to make the
+    check-and-set atomic). Records travel as JSON text (``StatusRow.data``):
+    the public methods validate, encode and decode them, so every backend keeps
+    the same fields with the same precision.
     """
 
-    @abstractmethod
-    async def get(self, ids: Sequence[str]) -> list[DocStatusRecord | None]: ...
+    @template("_get")
+    async def get(self, ids: Sequence[str]) -> list[DocStatusRecord | None]:
+        self._check_open()
+        ids = list(ids)
+        wanted = unique_keys(ids)
+        found = await self._get(wanted) if wanted else {}
+        # Decoded per asked position: a repeated id yields independent objects.
+        return in_order(ids, found, _record)
 
-    @abstractmethod
-    async def upsert(self, records: Iterable[DocStatusRecord]) -> None: ...
+    @template("_upsert")
+    async def upsert(self, records: Iterable[DocStatusRecord]) -> None:
+        self._check_open()
+        rows = {row.id: row for row in map(status_row, records)}  # the last of an id wins
+        if rows:
+            await self._upsert(list(rows.values()))
 
-    @abstractmethod
+    @template("_delete")
     async def delete(self, ids: Iterable[str]) -> None:
         """Missing ids are not an error."""
+        self._check_open()
+        wanted = unique_keys(ids)
+        if wanted:
+            await self._delete(wanted)
 
-    @abstractmethod
-    async def counts(self) -> dict[DocStatus, int]: ...
+    @template("_counts")
+    async def counts(self) -> dict[DocStatus, int]:
+        self._check_open()
+        found = {DocStatus(s): int(n) for s, n in (await self._counts()).items()}
+        return {status: found.get(status, 0) for status in DocStatus}
 
-    @abstractmethod
+    @template("_list_page")
     async def list_page(
         self, status: DocStatus | None = None, limit: int = 100, cursor: str | None = None
-    ) -> DocStatusPage: ...
+    ) -> DocStatusPage:
+        self._check_open()
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidValueError(f"list_page needs limit >= 1, got {limit!r}")
+        if cursor is not None and not isinstance(cursor, str):
+            raise InvalidValueError(f"cursor must be the str next_cursor of a page, got {cursor!r}")
+        if status is not None:
+            try:
+                status = DocStatus(status)
+            except ValueError as exc:
+                raise InvalidValueError(f"unknown document status {status!r}") from exc
+        # One more than asked: whether there is a next page.
+        items = [_record(data) for data in await self._list_page(status, limit + 1, cursor)]
+        more = len(items) > limit
+        items = items[:limit]
+        return DocStatusPage(items=items, next_cursor=items[-1].id if more else None)
 
-    @abstractmethod
-    async def drop(self) -> None: ...
+    @template("_transition")
+    async def transition(
+        self, id: str, to: DocStatus, *, error: str | None = None
+    ) -> DocStatusRecord:
+        """Move one document to ``to``; ``error`` is kept only for ``failed``."""
+        self._check_open()
+        try:
+            to = DocStatus(to)
+        except ValueError as exc:
+            raise InvalidValueError(f"unknown document status {to!r}") from exc
+        if not storable_key(id):
+            raise InvalidTransitionError(f"document {id!r} has no status record; upsert it first")
+        return await self._transition(id, to, error)
 
+    @template("_counts")
     async def count(self) -> int:
         return sum((await self.counts()).values())
+
+    # -- hooks ----------------------------------------------------------------------
+
+    @abstractmethod
+    async def _get(self, ids: list[str]) -> Mapping[str, str | bytes | DocStatusRecord]:
+        """``{id: JSON text}`` of the stored records among ``ids`` (or records)."""
+
+    @abstractmethod
+    async def _upsert(self, rows: list[StatusRow]) -> None:
+        """Write (replace) these records; their ids are distinct."""
+
+    @abstractmethod
+    async def _delete(self, ids: list[str]) -> None:
+        """Remove these ids (distinct, at least one)."""
+
+    @abstractmethod
+    async def _counts(self) -> Mapping[DocStatus | str, int]:
+        """Records per status; statuses without records may be left out."""
+
+    @abstractmethod
+    async def _list_page(
+        self, status: DocStatus | None, limit: int, after: str | None
+    ) -> Sequence[str | bytes | DocStatusRecord]:
+        """Up to ``limit`` records (JSON texts, or records) of ``status`` (or all)
+        whose ids come after ``after`` (all if None), ordered by id (code point order)."""
+
+    async def _transition(self, id: str, to: DocStatus, error: str | None) -> DocStatusRecord:
+        """Read, check and write back; override to make it one atomic check-and-set."""
+        (record,) = await self.get([id])
+        updated = transitioned(id, record, to, error)
+        await self.upsert([updated])
+        return updated
 
     @staticmethod
     def check_record(record: DocStatusRecord | Mapping[str, Any]) -> DocStatusRecord:
@@ -73,33 +166,67 @@ class DocStatusStore(BaseStore, ABC):
                 raise InvalidValueError(f"invalid document status record: {describe_validation_error(exc)}") from exc
         if not isinstance(record, DocStatusRecord):
             raise InvalidValueError(f"doc status upsert takes DocStatusRecord objects, got {type(record).__name__}")
-        try:
-            valid_id = bool(record.id) and bool(record.id.encode("utf-8"))
-        except UnicodeEncodeError:  # lone surrogates
-            valid_id = False
-        if not valid_id:
+        if not storable_key(record.id):
             raise InvalidValueError(f"document ids must be non-empty valid Unicode strings, got {record.id!r}")
         return record
 
-    async def transition(
-        self, id: str, to: DocStatus, *, error: str | None = None
-    ) -> DocStatusRecord:
-        """Move one document to ``to``; ``error`` is kept only for ``failed``."""
-        (record,) = await self.get([id])
-        if record is None:
-            raise InvalidTransitionError(f"document {id!r} has no status record; upsert it first")
-        if to not in ALLOWED_TRANSITIONS[record.status]:
-            allowed = ", ".join(sorted(s.value for s in ALLOWED_TRANSITIONS[record.status])) or "none"
-            raise InvalidTransitionError(
-                f"document {id!r} cannot go from {record.status.value} to {to.value} "
-                f"(allowed: {allowed})"
-            )
-        updated = record.model_copy(
-            update={
-                "status": to,
-                "updated_at": utcnow(),
-                "error": error if to is DocStatus.FAILED else None,
-            }
+
+def transitioned(
+    id: str, record: DocStatusRecord | None, to: DocStatus, error: str | None
+) -> DocStatusRecord:
+    """``record`` moved to ``to``, or ``InvalidTransitionError`` when it is
+    missing or the lifecycle forbids the change."""
+    if record is None:
+        raise InvalidTransitionError(f"document {id!r} has no status record; upsert it first")
+    if to not in ALLOWED_TRANSITIONS[record.status]:
+        allowed = ", ".join(sorted(s.value for s in ALLOWED_TRANSITIONS[record.status])) or "none"
+        raise InvalidTransitionError(
+            f"document {id!r} cannot go from {record.status.value} to {to.value} "
+            f"(allowed: {allowed})"
         )
-        await self.upsert([updated])
-        return updated
+    return record.model_copy(
+        update={
+            "status": to,
+            "updated_at": utcnow(),
+            "error": error if to is DocStatus.FAILED else None,
+        }
+    )
+
+
+def _utc(value: datetime) -> datetime:
+    """Timezone-aware UTC; a naive datetime is taken to be UTC already."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+def encode_status(record: DocStatusRecord) -> str:
+    """A record's JSON text: full-precision ISO-8601 times with an explicit
+    +00:00 offset. ``InvalidValueError`` when it cannot be stored."""
+    data = record.model_dump(mode="json")
+    data["created_at"] = _utc(record.created_at).isoformat(timespec="microseconds")
+    data["updated_at"] = _utc(record.updated_at).isoformat(timespec="microseconds")
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")  # lone surrogates cannot be stored as UTF-8
+    except (TypeError, ValueError) as exc:
+        raise InvalidValueError(f"document {record.id!r} cannot be stored: {exc}") from exc
+    return text
+
+
+def decode_status(data: str | bytes) -> DocStatusRecord:
+    record = DocStatusRecord.model_validate_json(data)
+    # pydantic parses the offset into its own tzinfo class; hand back the stdlib one.
+    record.created_at = _utc(record.created_at)
+    record.updated_at = _utc(record.updated_at)
+    return record
+
+
+def _record(data: str | bytes | DocStatusRecord) -> DocStatusRecord:
+    return data.model_copy(deep=True) if isinstance(data, DocStatusRecord) else decode_status(data)
+
+
+def status_row(record: DocStatusRecord | Mapping[str, Any]) -> StatusRow:
+    """Validate and encode one record for ``_upsert``."""
+    record = DocStatusStore.check_record(record)
+    return StatusRow(record.id, record.status, encode_status(record))

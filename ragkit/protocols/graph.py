@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from ragkit.errors import InvalidValueError
-from ragkit.protocols.base import BaseStore
+from ragkit.protocols.base import BaseStore, distinct, in_order, template
 from ragkit.schema import Edge, Node, Subgraph
 
 EdgeKey = tuple[str, str]
@@ -19,7 +19,7 @@ def edge_key(a: str, b: str) -> EdgeKey:
     return (a, b) if a <= b else (b, a)
 
 
-class GraphStore(BaseStore, ABC):
+class GraphStore(BaseStore):
     """An undirected property graph whose node ids are entity names.
 
     Decisions every adapter must follow (the contract suite checks each):
@@ -41,105 +41,239 @@ class GraphStore(BaseStore, ABC):
     - Node ids are any non-empty str (quotes, backticks, braces, CJK, emoji).
     - Batch reads return one entry per asked item, in order.
 
-    Adapters implement the abstract batch methods; the single-item forms,
-    ``subgraph`` and ``search_labels`` are defined here on top of them so that
-    every backend shares one definition (adapters may override for speed; the
-    contract checks that results stay identical).
+    Adapters implement the hooks (``_upsert_nodes``, ``_upsert_edges``,
+    ``_delete_nodes``, ``_delete_edges``, ``_get_nodes``, ``_get_edges``,
+    ``_nodes_edges``, ``_degrees``, ``_node_count``, ``_edge_count``, ``_nodes``,
+    ``_edges``, ``_drop``; ``_labels`` optionally, for speed). The public methods
+    check the store is open, validate ids, pairs and properties, canonicalise
+    edge keys, and answer batch reads in the asked order with fresh copies. The
+    single-item forms, ``subgraph`` and ``search_labels`` are defined here on
+    top of the batch methods so that every backend shares one definition.
     """
 
     # -- writes --------------------------------------------------------------
 
-    @abstractmethod
-    async def upsert_nodes(self, nodes: Mapping[str, Mapping[str, Any]]) -> None: ...
+    @template("_upsert_nodes")
+    async def upsert_nodes(self, nodes: Mapping[str, Mapping[str, Any]]) -> None:
+        self._check_open()
+        if not isinstance(nodes, Mapping):
+            raise InvalidValueError(
+                f"upsert_nodes takes a mapping of id -> properties, got {type(nodes).__name__}"
+            )
+        checked = {
+            check_node_id(n): check_properties(f"node {n!r}", props) for n, props in nodes.items()
+        }
+        if checked:
+            await self._upsert_nodes(checked)
 
-    @abstractmethod
+    @template("_upsert_edges")
     async def upsert_edges(
         self, edges: Sequence[tuple[str, str, Mapping[str, Any]]]
     ) -> None:
         """Insert or replace edges given as (a, b, properties)."""
+        self._check_open()
+        checked: dict[EdgeKey, dict[str, Any]] = {}
+        for item in edges:
+            try:
+                a, b, props = item
+            except (TypeError, ValueError) as exc:
+                raise InvalidValueError(
+                    f"edges are (a, b, properties) triples, got {item!r}"
+                ) from exc
+            a, b = check_node_id(a), check_node_id(b)
+            # (b, a) later in the batch replaces (a, b), as a second upsert would.
+            checked[edge_key(a, b)] = check_properties(f"edge ({a!r}, {b!r})", props)
+        if checked:
+            await self._upsert_edges(checked)
 
-    @abstractmethod
-    async def delete_nodes(self, ids: Iterable[str]) -> None: ...
+    @template("_delete_nodes")
+    async def delete_nodes(self, ids: Iterable[str]) -> None:
+        self._check_open()
+        wanted = _node_ids(ids)
+        if wanted:
+            await self._delete_nodes(wanted)
 
-    @abstractmethod
-    async def delete_edges(self, pairs: Iterable[EdgeKey]) -> None: ...
-
-    @abstractmethod
-    async def drop(self) -> None: ...
+    @template("_delete_edges")
+    async def delete_edges(self, pairs: Iterable[EdgeKey]) -> None:
+        self._check_open()
+        keys = list(dict.fromkeys(k for k in map(_asked_key, pairs) if k is not None))
+        if keys:
+            await self._delete_edges(keys)
 
     # -- reads ---------------------------------------------------------------
 
-    @abstractmethod
-    async def get_nodes(self, ids: Sequence[str]) -> list[dict[str, Any] | None]: ...
+    @template("_get_nodes")
+    async def get_nodes(self, ids: Sequence[str]) -> list[dict[str, Any] | None]:
+        self._check_open()
+        ids = list(ids)
+        wanted = _node_ids(ids)
+        found = await self._get_nodes(wanted) if wanted else {}
+        return in_order(ids, found, _copy)
 
-    @abstractmethod
-    async def get_edges(self, pairs: Sequence[EdgeKey]) -> list[dict[str, Any] | None]: ...
+    @template("_get_edges")
+    async def get_edges(self, pairs: Sequence[EdgeKey]) -> list[dict[str, Any] | None]:
+        self._check_open()
+        asked = [_asked_key(pair) for pair in pairs]  # validates every pair first
+        wanted = list(dict.fromkeys(k for k in asked if k is not None))
+        found = await self._get_edges(wanted) if wanted else {}
+        return in_order(asked, found, _copy)
 
-    @abstractmethod
+    @template("_nodes_edges")
     async def nodes_edges(self, ids: Sequence[str]) -> list[list[EdgeKey] | None]:
         """For each node: its edges as canonical keys sorted ascending, or ``None``."""
+        self._check_open()
+        ids = list(ids)
+        wanted = _node_ids(ids)
+        found = await self._nodes_edges(wanted) if wanted else {}
+        edges = {n: sorted(edge_key(n, m) for m in found[n]) for n in wanted if n in found}
+        if len(wanted) == len(ids):  # every id asked once: each list goes out once
+            return [edges.get(n) for n in ids]
+        return in_order(ids, edges, list)
 
-    @abstractmethod
-    async def degrees(self, ids: Sequence[str]) -> list[int]: ...
+    @template("_degrees")
+    async def degrees(self, ids: Sequence[str]) -> list[int]:
+        self._check_open()
+        ids = list(ids)
+        wanted = _node_ids(ids)
+        found = await self._degrees(wanted) if wanted else {}
+        return in_order(ids, found, int, 0)
 
-    @abstractmethod
-    async def node_count(self) -> int: ...
+    @template("_node_count")
+    async def node_count(self) -> int:
+        self._check_open()
+        return int(await self._node_count())
 
-    @abstractmethod
-    async def edge_count(self) -> int: ...
+    @template("_edge_count")
+    async def edge_count(self) -> int:
+        self._check_open()
+        return int(await self._edge_count())
 
-    @abstractmethod
+    @template("_nodes")
     def nodes(self) -> AsyncIterator[Node]:
         """Every node once, any order."""
+        self._check_open()
+        return self._while_open(self._nodes())
 
-    @abstractmethod
+    @template("_edges")
     def edges(self) -> AsyncIterator[Edge]:
         """Every edge exactly once, canonical order of endpoints, any order of edges."""
+        self._check_open()
+        return self._while_open(self._edges())
+
+    @template("_labels")
+    async def labels(self) -> list[str]:
+        """Every node id, sorted."""
+        self._check_open()
+        return sorted(await self._labels())
+
+    # -- hooks ----------------------------------------------------------------------
+
+    @abstractmethod
+    async def _upsert_nodes(self, nodes: dict[str, dict[str, Any]]) -> None:
+        """Write validated nodes (id -> properties to replace the old ones)."""
+
+    @abstractmethod
+    async def _upsert_edges(self, edges: dict[EdgeKey, dict[str, Any]]) -> None:
+        """Write validated edges, keyed by canonical ``(a, b)`` with ``a <= b``;
+        create missing endpoints without properties."""
+
+    @abstractmethod
+    async def _delete_nodes(self, ids: list[str]) -> None:
+        """Delete these nodes (distinct non-empty ids) and their edges."""
+
+    @abstractmethod
+    async def _delete_edges(self, keys: list[EdgeKey]) -> None:
+        """Delete these edges (distinct canonical keys)."""
+
+    @abstractmethod
+    async def _get_nodes(self, ids: list[str]) -> Mapping[str, Mapping[str, Any]]:
+        """``{id: properties}`` of the existing nodes among ``ids``."""
+
+    @abstractmethod
+    async def _get_edges(self, keys: list[EdgeKey]) -> Mapping[EdgeKey, Mapping[str, Any]]:
+        """``{key: properties}`` of the existing edges among the canonical ``keys``."""
+
+    @abstractmethod
+    async def _nodes_edges(self, ids: list[str]) -> Mapping[str, Iterable[str]]:
+        """``{id: its neighbours' ids, each once}`` for the existing nodes among
+        ``ids`` (a node with a self-loop is its own neighbour; an isolated node
+        has none)."""
+
+    @abstractmethod
+    async def _degrees(self, ids: list[str]) -> Mapping[str, int]:
+        """``{id: degree}``; missing nodes may be left out."""
+
+    @abstractmethod
+    async def _node_count(self) -> int: ...
+
+    @abstractmethod
+    async def _edge_count(self) -> int: ...
+
+    @abstractmethod
+    def _nodes(self) -> AsyncIterator[Node]:
+        """Every node once, any order (an async generator)."""
+
+    @abstractmethod
+    def _edges(self) -> AsyncIterator[Edge]:
+        """Every edge once as ``source <= target``, any order (an async generator)."""
+
+    async def _labels(self) -> Iterable[str]:
+        """Every node id (any order); override when the backend lists ids cheaper
+        than whole nodes."""
+        return [n.id async for n in self._nodes()]
 
     # -- derived single-item forms --------------------------------------------
 
+    @template("_upsert_nodes")
     async def upsert_node(self, id: str, properties: Mapping[str, Any]) -> None:
         await self.upsert_nodes({id: properties})
 
+    @template("_upsert_edges")
     async def upsert_edge(self, a: str, b: str, properties: Mapping[str, Any]) -> None:
         await self.upsert_edges([(a, b, properties)])
 
+    @template("_get_nodes")
     async def get_node(self, id: str) -> dict[str, Any] | None:
         return (await self.get_nodes([id]))[0]
 
+    @template("_get_edges")
     async def get_edge(self, a: str, b: str) -> dict[str, Any] | None:
         return (await self.get_edges([(a, b)]))[0]
 
+    @template("_get_nodes")
     async def has_node(self, id: str) -> bool:
         return await self.get_node(id) is not None
 
+    @template("_get_edges")
     async def has_edge(self, a: str, b: str) -> bool:
         return await self.get_edge(a, b) is not None
 
+    @template("_nodes_edges")
     async def node_edges(self, id: str) -> list[EdgeKey] | None:
         return (await self.nodes_edges([id]))[0]
 
+    @template("_degrees")
     async def degree(self, id: str) -> int:
         return (await self.degrees([id]))[0]
 
+    @template("_degrees")
     async def edge_degrees(self, pairs: Sequence[EdgeKey]) -> list[int]:
         """deg(a) + deg(b) per edge: LightRAG's ranking of relations."""
         names = list(dict.fromkeys(n for pair in pairs for n in pair))
         deg = dict(zip(names, await self.degrees(names)))
         return [deg[a] + deg[b] for a, b in pairs]
 
+    @template("_delete_nodes")
     async def delete_node(self, id: str) -> None:
         await self.delete_nodes([id])
 
+    @template("_delete_edges")
     async def delete_edge(self, a: str, b: str) -> None:
         await self.delete_edges([(a, b)])
 
     # -- derived queries -------------------------------------------------------
 
-    async def labels(self) -> list[str]:
-        """Every node id, sorted."""
-        return sorted([n.id async for n in self.nodes()])
-
+    @template("_labels")
     async def search_labels(self, query: str, limit: int = 50) -> list[str]:
         """Node ids containing ``query`` case-insensitively: exact matches first,
         then prefixes, then shorter ids, then alphabetical."""
@@ -150,6 +284,7 @@ class GraphStore(BaseStore, ABC):
         )
         return found[:limit]
 
+    @template("_get_nodes, _nodes_edges, _degrees and _get_edges")
     async def subgraph(self, id: str, max_depth: int = 2, max_nodes: int = 1000) -> Subgraph:
         """Breadth-first neighbourhood of ``id``.
 
@@ -158,6 +293,7 @@ class GraphStore(BaseStore, ABC):
         ``truncated`` is true when more nodes lay within ``max_depth``. Edges are
         every edge between kept nodes. A missing ``id`` gives an empty subgraph.
         """
+        self._check_open()
         if max_depth < 0 or max_nodes < 1:
             raise InvalidValueError("subgraph needs max_depth >= 0 and max_nodes >= 1")
         if (await self.get_nodes([id]))[0] is None:
@@ -194,6 +330,32 @@ class GraphStore(BaseStore, ABC):
             edges=[Edge(source=a, target=b, properties=p or {}) for (a, b), p in zip(keys, edge_props)],
             truncated=truncated,
         )
+
+
+def _is_id(n: object) -> bool:
+    return isinstance(n, str) and bool(n)
+
+
+def _node_ids(ids: Iterable[object]) -> list[str]:
+    """Distinct asked node ids that can exist (others read as missing)."""
+    return [n for n in distinct(ids) if n.__class__ is str and n or _is_id(n)]
+
+
+def _asked_key(pair: object) -> EdgeKey | None:
+    """The canonical key of an asked ``(a, b)``; ``None`` when it names ids that
+    cannot exist; ``InvalidValueError`` when it is not a pair at all."""
+    try:
+        a, b = pair  # type: ignore[misc]
+    except (TypeError, ValueError) as exc:
+        raise InvalidValueError(f"edges are given as (a, b) pairs, got {pair!r}") from exc
+    if a.__class__ is str and b.__class__ is str and a and b:  # the common case, inline
+        return (a, b) if a <= b else (b, a)
+    return edge_key(a, b) if _is_id(a) and _is_id(b) else None
+
+
+def _copy(props: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy that shares nothing mutable with what the adapter holds."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in props.items()}
 
 
 def check_properties(owner: str, properties: object) -> dict[str, Any]:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import json
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from ragkit.errors import InvalidValueError
-from ragkit.protocols.base import BaseStore
+from ragkit.protocols.base import BaseStore, in_order, storable_key, template, unique_keys
 
 
-class KVStore(BaseStore, ABC):
+class KVStore(BaseStore):
     """Namespaced records: ``str`` key -> JSON object (``dict``).
 
     Semantics every adapter must follow (the contract suite checks each):
@@ -30,46 +31,99 @@ class KVStore(BaseStore, ABC):
     - ``keys()`` yields every key once, in no particular order.
     - Unicode (CJK, emoji) in keys and values and values of several MB round-trip
       unchanged.
+
+    Adapters implement the hooks ``_get_many``, ``_upsert``, ``_delete``,
+    ``_count``, ``_keys`` and ``_drop`` (and the lifecycle hooks they need); the
+    public methods check the store is open and validate before calling them.
     """
 
-    @abstractmethod
+    @template("_get_many")
     async def get_many(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
         """Records for ``keys``, same order, ``None`` where missing."""
+        self._check_open()
+        keys = list(keys)
+        wanted = unique_keys(keys)
+        found = await self._get_many(wanted) if wanted else {}
+        # Decoded (or copied) per asked position: a key asked twice gives two dicts.
+        return in_order(keys, found, _fresh)
 
-    @abstractmethod
+    @template("_upsert")
     async def upsert(self, records: Mapping[str, Mapping[str, Any]]) -> None:
         """Insert or replace each record."""
+        self._check_open()
+        if not isinstance(records, Mapping):
+            raise InvalidValueError(
+                f"upsert takes a mapping of key -> record, got {type(records).__name__}"
+            )
+        # The whole batch is validated and serialised before anything is written.
+        encoded = {key: encode_record(key, value) for key, value in records.items()}
+        if encoded:
+            await self._upsert(encoded)
 
-    @abstractmethod
+    @template("_delete")
     async def delete(self, keys: Iterable[str]) -> None:
         """Remove these keys; missing keys are not an error."""
+        self._check_open()
+        wanted = unique_keys(keys)
+        if wanted:
+            await self._delete(wanted)
 
-    @abstractmethod
+    @template("_count")
     async def count(self) -> int:
         """Number of records in this namespace and workspace."""
+        self._check_open()
+        return int(await self._count())
 
-    @abstractmethod
+    @template("_keys")
     def keys(self) -> AsyncIterator[str]:
         """Every key once, any order."""
+        self._check_open()
+        return self._while_open(self._keys())
 
-    @abstractmethod
-    async def drop(self) -> None:
-        """Delete every record of this namespace and workspace."""
-
+    @template("_get_many")
     async def get(self, key: str) -> dict[str, Any] | None:
         return (await self.get_many([key]))[0]
 
+    @template("_get_many")
     async def missing(self, keys: Iterable[str]) -> set[str]:
         asked = list(dict.fromkeys(keys))
         found = await self.get_many(asked)
         return {k for k, v in zip(asked, found) if v is None}
 
+    # -- hooks ----------------------------------------------------------------------
+
+    @abstractmethod
+    async def _get_many(self, keys: list[str]) -> Mapping[str, str | bytes | dict[str, Any]]:
+        """The stored records among ``keys`` (distinct, storable), missing ones
+        left out: each as its JSON text (as ``_upsert`` got it), or as a dict."""
+
+    @abstractmethod
+    async def _upsert(self, records: dict[str, str]) -> None:
+        """Write every record, given as key -> JSON text from ``encode_record``."""
+
+    @abstractmethod
+    async def _delete(self, keys: list[str]) -> None:
+        """Remove these keys (distinct, storable, at least one)."""
+
+    @abstractmethod
+    async def _count(self) -> int: ...
+
+    @abstractmethod
+    def _keys(self) -> AsyncIterator[str]:
+        """Every key once, any order (an async generator)."""
+
+
+def _fresh(value: str | bytes | dict[str, Any]) -> dict[str, Any]:
+    return copy.deepcopy(value) if isinstance(value, dict) else json.loads(value)
+
 
 def encode_record(key: object, value: object) -> str:
     """Validate one record and return its JSON text; shared by adapters so that
     every backend accepts and rejects exactly the same values."""
-    if not isinstance(key, str) or not key:
-        raise InvalidValueError(f"KV keys must be non-empty strings, got {key!r}")
+    if not storable_key(key):
+        raise InvalidValueError(
+            f"KV keys must be non-empty strings of valid Unicode, got {key!r}"
+        )
     if not isinstance(value, Mapping):
         raise InvalidValueError(
             f"KV value for {key!r} must be a dict, got {type(value).__name__}"

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from abc import abstractmethod
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ragkit.errors import DimensionMismatchError, InvalidValueError
-from ragkit.protocols.base import BaseStore, StoreConfig
+from ragkit.protocols.base import BaseStore, StoreConfig, in_order, storable_key, template, unique_keys
 from ragkit.schema import JSONScalar, VectorHit, VectorRecord
 
 Filter = Mapping[str, Any]
 
 
-class VectorStore(BaseStore, ABC):
+class VectorStore(BaseStore):
     """Vectors of a fixed dimension with scalar metadata, searched by cosine.
 
     Semantics every adapter must follow (the contract suite checks each):
@@ -40,6 +40,11 @@ class VectorStore(BaseStore, ABC):
       force on the contract's data set.
     - ``get(ids)`` returns one entry per id in order, ``None`` where missing.
     - ``delete`` ignores missing ids.
+
+    Adapters implement the hooks ``_upsert``, ``_query``, ``_get``, ``_delete``,
+    ``_count``, ``_ids`` and ``_drop``; the public methods check the store is
+    open, validate the vectors, metadata, ``top_k`` and filter, and apply
+    ``min_score`` and the ranking rule to what ``_query`` returns.
     """
 
     def __init__(self, config: StoreConfig) -> None:
@@ -54,7 +59,7 @@ class VectorStore(BaseStore, ABC):
         assert self.config.dimension is not None
         return self.config.dimension
 
-    @abstractmethod
+    @template("_upsert")
     async def upsert(
         self,
         ids: Sequence[str],
@@ -62,8 +67,12 @@ class VectorStore(BaseStore, ABC):
         metadata: Sequence[Mapping[str, JSONScalar]] | None = None,
     ) -> None:
         """Insert or replace ``len(ids)`` vectors (rows of ``vectors``)."""
+        self._check_open()
+        checked = self.check_upsert(ids, vectors, metadata)
+        if checked is not None:
+            await self._upsert(*checked)
 
-    @abstractmethod
+    @template("_query")
     async def query(
         self,
         vector: np.ndarray | Sequence[float],
@@ -73,24 +82,76 @@ class VectorStore(BaseStore, ABC):
         min_score: float | None = None,
     ) -> list[VectorHit]:
         """Nearest stored vectors by cosine similarity, best first."""
+        self._check_open()
+        q = self.check_query_args(vector, top_k).astype(np.float64)
+        check_filter(filter)
+        if top_k == 0:
+            return []
+        hits = await self._query(q / np.linalg.norm(q), int(top_k), filter or None, min_score)
+        if min_score is not None:
+            hits = [h for h in hits if h.score >= min_score]
+        return rank_hits(hits, int(top_k))
 
-    @abstractmethod
+    @template("_get")
     async def get(self, ids: Sequence[str]) -> list[VectorRecord | None]:
         """Stored vectors and metadata, same order as ``ids``."""
+        self._check_open()
+        ids = list(ids)
+        wanted = unique_keys(ids)
+        return self.records_in_order(ids, await self._get(wanted) if wanted else {})
 
-    @abstractmethod
+    @template("_delete")
     async def delete(self, ids: Iterable[str]) -> None:
         """Remove these ids; missing ids are not an error."""
+        self._check_open()
+        wanted = unique_keys(ids)
+        if wanted:
+            await self._delete(wanted)
 
-    @abstractmethod
-    async def count(self) -> int: ...
+    @template("_count")
+    async def count(self) -> int:
+        self._check_open()
+        return int(await self._count())
 
-    @abstractmethod
+    @template("_ids")
     def ids(self) -> AsyncIterator[str]:
         """Every stored id once, any order."""
+        self._check_open()
+        return self._while_open(self._ids())
+
+    # -- hooks ----------------------------------------------------------------------
 
     @abstractmethod
-    async def drop(self) -> None: ...
+    async def _upsert(
+        self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, JSONScalar]]
+    ) -> None:
+        """Write validated rows: distinct ids, a finite non-zero float32 matrix of
+        this dimension, plain-scalar metadata; at least one row."""
+
+    @abstractmethod
+    async def _query(
+        self, unit: np.ndarray, top_k: int, filter: Filter | None, min_score: float | None
+    ) -> list[VectorHit]:
+        """At least the ``top_k`` best hits for the unit (float64) query vector,
+        honouring ``filter`` (already checked). Extra hits, hits below
+        ``min_score`` and any order are fine: the caller cuts and ranks. Exact
+        stores must return every hit tying with the k-th (see ``search_past_ties``
+        for search APIs that return a fixed number)."""
+
+    @abstractmethod
+    async def _get(self, ids: list[str]) -> Mapping[str, tuple[Any, Mapping[str, Any]]]:
+        """``{id: (vector, metadata)}`` of the stored ones among ``ids``."""
+
+    @abstractmethod
+    async def _delete(self, ids: list[str]) -> None:
+        """Remove these ids (distinct, at least one)."""
+
+    @abstractmethod
+    async def _count(self) -> int: ...
+
+    @abstractmethod
+    def _ids(self) -> AsyncIterator[str]:
+        """Every stored id once, any order (an async generator)."""
 
     # -- validation shared by adapters, so all of them reject the same input --
 
@@ -114,8 +175,10 @@ class VectorStore(BaseStore, ABC):
         if len(ids) and (np.linalg.norm(matrix.astype(np.float64), axis=1) == 0).any():
             raise InvalidValueError("zero vectors have no direction; cosine is undefined")
         for i in ids:
-            if not isinstance(i, str) or not i:
-                raise InvalidValueError(f"vector ids must be non-empty strings, got {i!r}")
+            if not storable_key(i):
+                raise InvalidValueError(
+                    f"vector ids must be non-empty strings of valid Unicode, got {i!r}"
+                )
         if len(set(ids)) != len(ids):
             raise InvalidValueError("duplicate ids in one upsert")
         return matrix
@@ -144,15 +207,13 @@ class VectorStore(BaseStore, ABC):
 
     @staticmethod
     def records_in_order(
-        ids: Sequence[Any], found: Mapping[str, tuple[Sequence[float], Mapping[str, Any]]]
+        ids: Sequence[Any], found: Mapping[str, tuple[Any, Mapping[str, Any]]]
     ) -> list[VectorRecord | None]:
         """``get``'s answer: a record per asked id, in order, None where missing."""
-        return [
-            VectorRecord(id=i, vector=list(found[i][0]), metadata=dict(found[i][1]))
-            if isinstance(i, str) and i in found
-            else None
-            for i in ids
-        ]
+        rows = {i: (i, vec, meta) for i, (vec, meta) in found.items() if isinstance(i, str)}
+        return in_order(
+            list(ids), rows, lambda r: VectorRecord(id=r[0], vector=_floats(r[1]), metadata=dict(r[2]))
+        )
 
     def check_query(self, vector: Any) -> np.ndarray:
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -169,12 +230,15 @@ class VectorStore(BaseStore, ABC):
     def check_metadata(
         n: int, metadata: Sequence[Mapping[str, Any]] | None
     ) -> list[dict[str, JSONScalar]]:
+        """Validated copies holding plain Python scalars (a numpy float64 is a
+        float subclass: it becomes a float)."""
         if metadata is None:
             return [{} for _ in range(n)]
         if len(metadata) != n:
             raise InvalidValueError(f"got {len(metadata)} metadata entries for {n} vectors")
         out = []
         for meta in metadata:
+            plain: dict[str, JSONScalar] = {}
             for key, value in meta.items():
                 if not isinstance(key, str) or not isinstance(value, (str, int, float, bool)):
                     raise InvalidValueError(
@@ -182,8 +246,56 @@ class VectorStore(BaseStore, ABC):
                     )
                 if isinstance(value, float) and not math.isfinite(value):
                     raise InvalidValueError(f"metadata {key!r} must be finite")
-            out.append(dict(meta))
+                plain[key] = _plain(value)
+            out.append(plain)
         return out
+
+
+def _plain(value: JSONScalar) -> JSONScalar:
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str):
+        return str(value)
+    return int(value) if isinstance(value, int) else float(value)
+
+
+def _floats(vector: Any) -> list[float]:
+    return vector.tolist() if isinstance(vector, np.ndarray) else list(vector)
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """Each row scaled to length 1 (computed in float64), as float32: what
+    stores that keep normalised vectors send to their backend."""
+    m64 = np.asarray(matrix, dtype=np.float64)
+    if m64.ndim == 1:
+        return (m64 / np.linalg.norm(m64)).astype(np.float32)
+    return (m64 / np.sqrt(np.einsum("ij,ij->i", m64, m64))[:, None]).astype(np.float32)
+
+
+TIE = 2e-6
+"""Scores this close to the k-th may tie with it after ``rank_hits``' rounding."""
+
+
+async def search_past_ties(
+    search: Callable[[int], Awaitable[list[VectorHit]]],
+    top_k: int,
+    min_score: float | None,
+    extra: int = 8,
+) -> list[VectorHit]:
+    """Hits of a backend search that returns the best ``n`` (``search(n)``),
+    asked for ``top_k + extra`` and then twice as many until no candidate past
+    the cut could tie with the k-th hit, so ties are broken by id as the
+    protocol says and not by the backend's order."""
+    fetch = top_k + extra
+    while True:
+        hits = await search(fetch)
+        kept = [h for h in hits if min_score is None or h.score >= min_score]
+        if len(hits) < fetch or len(kept) < top_k:
+            return kept  # every eligible record came back, or min_score cut the rest
+        kth = sorted((h.score for h in kept), reverse=True)[top_k - 1]
+        if not min(h.score for h in hits) >= kth - TIE:
+            return kept
+        fetch *= 2
 
 
 def matches_filter(metadata: Mapping[str, Any], filter: Filter | None) -> bool:

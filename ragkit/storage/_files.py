@@ -305,13 +305,7 @@ class JournaledFile(Generic[K]):
         self._snapshot_bytes = 0
         self._journal_bytes = 0  # 0: no journal of this generation; the next append starts one
         self._pending: dict[K, None] = {}  # a dict keeps the order of changes
-        self._lock: asyncio.Lock | None = None
-
-    @property
-    def lock(self) -> asyncio.Lock:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        return self._lock
+        self.lock: asyncio.Lock | None = None  # made by load(), in the store's open()
 
     @property
     def dirty(self) -> bool:
@@ -325,7 +319,11 @@ class JournaledFile(Generic[K]):
 
     def load(self, read_snapshot: Callable[[], int], apply: Callable[[bytes], None]) -> None:
         """Read the snapshot (``read_snapshot()`` returns its generation), then
-        ``apply`` each payload of a journal of the same generation, in order."""
+        ``apply`` each payload of a journal of the same generation, in order.
+
+        Called by the store's ``open()``, on the event loop that will use the
+        store: the lock that serialises saves is made here, for that session.
+        """
         remove_stale_temps(self.path)
         exists = self.path.exists()
         generation = read_snapshot() if exists else 0
@@ -337,7 +335,7 @@ class JournaledFile(Generic[K]):
         self._snapshot_bytes = self.path.stat().st_size if exists else 0
         self._journal_bytes = journal.length if current else 0
         self._pending.clear()
-        self._lock = None
+        self.lock = asyncio.Lock()
 
     def _read_journal(self) -> Journal:
         try:
@@ -397,6 +395,7 @@ class JournaledFile(Generic[K]):
         The changes are appended to the journal, or folded into a new snapshot
         when the journal has outgrown it, and always when ``compact`` is true.
         """
+        assert self.lock is not None, "load() (the store's open()) comes first"
         async with self.lock:
             if not self._pending and not (compact and self._journal_bytes):
                 return False
@@ -444,6 +443,7 @@ class JournaledFile(Generic[K]):
         before this call count as saved (the caller has just emptied the store);
         changes made while it waits for an in-flight save stay pending."""
         self._pending.clear()
+        assert self.lock is not None, "load() (the store's open()) comes first"
         async with self.lock:
             await _in_thread(self._remove_files)
 

@@ -1,4 +1,6 @@
-"""SQLite plumbing shared by the embedded KV and doc-status stores.
+"""SQLite plumbing shared by the embedded KV and doc-status stores, and
+``SQLiteStore``, their common base: one table each, keyed by workspace,
+namespace and a text key.
 
 One database file per workspace (``<working_dir>/<workspace>/ragkit.sqlite``)
 holds every SQLite-backed namespace; each store opens its own connection.
@@ -19,12 +21,12 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ragkit.errors import ConfigError, StoreError
-from ragkit.protocols.base import StoreConfig
+from ragkit.protocols.base import BaseStore, Capability, StoreConfig
 
 DB_FILENAME = "ragkit.sqlite"
 
@@ -63,17 +65,6 @@ def database_path(config: StoreConfig, options: SQLiteOptions) -> Path:
 def chunked(items: Sequence[Any], size: int = MAX_PARAMS) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def bindable(key: object) -> bool:
-    """A str that SQLite can bind as TEXT (lone surrogates cannot be encoded as UTF-8)."""
-    if not isinstance(key, str):
-        return False
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class Connection:
@@ -139,3 +130,104 @@ class Connection:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+class SQLiteStore(BaseStore):
+    """Base of the SQLite stores: the connection's lifecycle and the statements
+    on ``table`` that do not depend on what its rows hold.
+
+    Every write is one committed transaction when it returns, so ``flush()`` has
+    nothing to do and a killed process loses no returned write.
+    """
+
+    name: ClassVar[str] = "sqlite"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.PERSISTENT, Capability.TRANSACTIONAL, Capability.CONCURRENT_WRITES}
+    )
+    Options: ClassVar[type[SQLiteOptions]] = SQLiteOptions
+    table: ClassVar[str]
+    """The table; rows are keyed by (workspace, namespace, ``key``)."""
+    key: ClassVar[str]
+    """The key column."""
+    schema: ClassVar[str]
+    """``CREATE ... IF NOT EXISTS`` statements, run at ``open()``."""
+
+    options: SQLiteOptions
+
+    def __init__(self, config: StoreConfig) -> None:
+        super().__init__(config)
+        self._db: Connection | None = None
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return database_path(self.config, self.options)
+
+    @property
+    def db(self) -> Connection:
+        assert self._db is not None, "the store is open, so it has a connection"
+        return self._db
+
+    def _where(self, sql: str = "") -> str:
+        return f"FROM {self.table} WHERE workspace = ? AND namespace = ?{sql}"
+
+    @property
+    def _scope(self) -> tuple[str, str]:
+        return (self.workspace, self.namespace)
+
+    async def _open(self) -> None:
+        db = Connection(self.path, self.options.synchronous)
+        try:
+            db.script(self.schema)
+        except BaseException:
+            db.close()
+            raise
+        self._db = db
+
+    async def _close(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            db.close()
+
+    async def _drop(self) -> None:
+        with self.db.transaction() as conn:
+            conn.execute(f"DELETE {self._where()}", self._scope)
+
+    async def _delete(self, keys: list[str]) -> None:
+        with self.db.transaction() as conn:
+            for part in chunked(keys):
+                marks = ",".join("?" * len(part))
+                conn.execute(f"DELETE {self._where(f' AND {self.key} IN ({marks})')}", (*self._scope, *part))
+
+    def select(self, column: str, keys: list[str]) -> dict[str, Any]:
+        """``{key: column}`` of the stored rows among ``keys``."""
+        found: dict[str, Any] = {}
+        for part in chunked(keys):
+            marks = ",".join("?" * len(part))
+            found.update(
+                self.db.fetchall(
+                    f"SELECT {self.key}, {column} {self._where(f' AND {self.key} IN ({marks})')}",
+                    (*self._scope, *part),
+                )
+            )
+        return found
+
+    def page(
+        self, column: str, after: str | None, limit: int, sql: str = "", params: Sequence[Any] = ()
+    ) -> list[Any]:
+        """``column`` of up to ``limit`` rows (matching ``sql``) with keys after
+        ``after``, in key order. Keyset pagination: no cursor is held between
+        pages, so a row present for the whole scan is seen exactly once even
+        while other tasks write."""
+        if after is not None:
+            sql, params = f"{sql} AND {self.key} > ?", (*params, after)
+        rows = self.db.fetchall(
+            f"SELECT {column} {self._where(sql)} ORDER BY {self.key} LIMIT ?",
+            (*self._scope, *params, limit),
+        )
+        return [value for (value,) in rows]
+
+    def write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """``sql`` for each row, in one transaction."""
+        with self.db.transaction() as conn:
+            conn.executemany(sql, rows)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import struct
 import zipfile
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import BinaryIO, ClassVar
 
@@ -37,14 +37,8 @@ import numpy as np
 
 from ragkit.errors import DimensionMismatchError, StoreError
 from ragkit.protocols.base import Capability, StoreConfig
-from ragkit.protocols.vector import (
-    check_filter,
-    Filter,
-    VectorStore,
-    matches_filter,
-    rank_hits,
-)
-from ragkit.schema import JSONScalar, VectorHit, VectorRecord
+from ragkit.protocols.vector import Filter, VectorStore, matches_filter
+from ragkit.schema import JSONScalar, VectorHit
 from ragkit.storage._files import JournaledFile, Writer
 
 FORMAT = "ragkit.numpy-vectors/1"
@@ -139,16 +133,13 @@ class NumpyVectorStore(VectorStore):
 
     # -- lifecycle -------------------------------------------------------------
 
-    async def open(self) -> None:
-        if self._open:
-            return
+    async def _open(self) -> None:
         self._reset_memory()
         try:
             self._file.load(self._read_snapshot, self._apply_changes)
         except BaseException:
             self._reset_memory()
             raise
-        self._open = True
 
     def _read_snapshot(self) -> int:
         """Load the snapshot into the (empty) memory layout; returns its generation."""
@@ -239,38 +230,25 @@ class NumpyVectorStore(VectorStore):
 
         return write
 
-    async def flush(self) -> None:
-        self._check_open()
+    async def _flush(self) -> None:
         await self._file.save(self._encode_changes, self._snapshot)
 
-    async def close(self) -> None:
-        if not self._open:
-            return
+    async def _close(self) -> None:
         # Fold the journal into the snapshot: once per session, it leaves one
         # self-contained file and nothing to replay at the next open.
         await self._file.save(self._encode_changes, self._snapshot, compact=True)
-        self._open = False
         self._reset_memory()
 
-    async def drop(self) -> None:
-        self._check_open()
+    async def _drop(self) -> None:
         self._reset_memory()
         await self._file.delete()
 
     # -- writes ----------------------------------------------------------------
 
-    async def upsert(
-        self,
-        ids: Sequence[str],
-        vectors: np.ndarray | Sequence[Sequence[float]],
-        metadata: Sequence[Mapping[str, JSONScalar]] | None = None,
+    async def _upsert(
+        self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, JSONScalar]]
     ) -> None:
-        self._check_open()
-        checked = self.check_upsert(ids, vectors, metadata)
-        if checked is None:
-            return
-        ids, matrix, metas = checked
-        self._put(ids, matrix, metas)
+        self._put(ids, vectors, metadata)
         self._file.touch(ids)
 
     def _put(self, ids: list[str], matrix: np.ndarray, metas: list[dict[str, JSONScalar]]) -> None:
@@ -301,10 +279,7 @@ class NumpyVectorStore(VectorStore):
         for pos, row in enumerate(rows.tolist()):
             self._row_meta[row] = metas[pos]
 
-    async def delete(self, ids: Iterable[str]) -> None:
-        self._check_open()
-        if isinstance(ids, str):
-            ids = [ids]
+    async def _delete(self, ids: list[str]) -> None:
         self._file.touch(self._remove(ids))
 
     def _remove(self, ids: Iterable[str]) -> list[str]:
@@ -325,49 +300,24 @@ class NumpyVectorStore(VectorStore):
 
     # -- reads -----------------------------------------------------------------
 
-    async def count(self) -> int:
-        self._check_open()
+    async def _count(self) -> int:
         return len(self._index)
 
-    def ids(self) -> AsyncIterator[str]:
-        self._check_open()
-        return self._iter_ids(list(self._index))
-
-    async def _iter_ids(self, snapshot: list[str]) -> AsyncIterator[str]:
-        for id_ in snapshot:
+    async def _ids(self) -> AsyncIterator[str]:
+        for id_ in list(self._index):  # a snapshot: safe while others write
             yield id_
 
-    async def get(self, ids: Sequence[str]) -> list[VectorRecord | None]:
-        self._check_open()
-        out: list[VectorRecord | None] = []
-        for id_ in ids:
-            row = self._index.get(id_) if isinstance(id_, str) else None
-            if row is None:
-                out.append(None)
-                continue
-            meta = self._row_meta[row] or {}
-            out.append(
-                VectorRecord(id=id_, vector=self._vecs[row].tolist(), metadata=dict(meta))
-            )
-        return out
+    async def _get(self, ids: list[str]) -> dict[str, tuple[np.ndarray, dict[str, JSONScalar]]]:
+        rows = ((id_, self._index.get(id_)) for id_ in ids)
+        return {id_: (self._vecs[row], self._row_meta[row] or {}) for id_, row in rows if row is not None}
 
-    async def query(
-        self,
-        vector: np.ndarray | Sequence[float],
-        top_k: int,
-        *,
-        filter: Filter | None = None,
-        min_score: float | None = None,
+    async def _query(
+        self, unit: np.ndarray, top_k: int, filter: Filter | None, min_score: float | None
     ) -> list[VectorHit]:
-        self._check_open()
-        q = self.check_query_args(vector, top_k)
-        check_filter(filter)
         n = self._n
-        if top_k == 0 or not self._index:
+        if not self._index:
             return []
-
-        q64 = q.astype(np.float64)
-        q_unit = (q64 / np.linalg.norm(q64)).astype(np.float32)
+        q_unit = unit.astype(np.float32)
 
         # Candidate rows: alive, and matching the filter if any.
         if filter:
@@ -402,9 +352,7 @@ class NumpyVectorStore(VectorStore):
         extreme = (norms > _EXTREME_HI) | (norms < _EXTREME_LO) | ~np.isfinite(scores)
         if extreme.any():
             ext_rows = rows[extreme]
-            exact = (self._vecs[ext_rows].astype(np.float64) @ q64) / (
-                self._norms[ext_rows] * np.linalg.norm(q64)
-            )
+            exact = (self._vecs[ext_rows].astype(np.float64) @ unit) / self._norms[ext_rows]
             scores = scores.astype(np.float64)
             scores[extreme] = exact
         np.clip(scores, -1.0, 1.0, out=scores)
@@ -418,11 +366,12 @@ class NumpyVectorStore(VectorStore):
             near = np.flatnonzero(scores >= kth - _TIE)
             scores, rows = scores[near], rows[near]
 
+        # Ranked here too, so that only top_k hits are built even when many tie.
         ranked = sorted(
             zip(scores.tolist(), rows.tolist()),
             key=lambda sr: (-round(sr[0], 6), self._row_ids[sr[1]]),
         )[:top_k]
-        hits = [
+        return [
             VectorHit(
                 id=self._row_ids[row],  # type: ignore[arg-type]
                 score=score,
@@ -430,5 +379,4 @@ class NumpyVectorStore(VectorStore):
             )
             for score, row in ranked
         ]
-        return rank_hits(hits, top_k)
 

@@ -1,7 +1,9 @@
 """Deliberately broken adapters: the contract suite's own test subjects.
 
 Each class subclasses one of the embedded stores and adds exactly ONE defect,
-named by its docstring and its ``defect`` class attribute. ``tests/testing/
+named by its docstring and its ``defect`` class attribute, in the hooks an
+adapter implements (the public methods that check and validate are the
+protocol's own). ``tests/testing/
 test_suite_catches_broken.py`` runs the matching contract against each of them
 and asserts that the suite fails, and fails in the test aimed at that defect;
 a contract that passes against one of these does not check what the protocol
@@ -12,7 +14,8 @@ They are *not* registered as plugins (no hook names them) and never should be.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+import json
+from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -39,8 +42,11 @@ class ReversedBatchKVStore(SQLiteKVStore):
     name: ClassVar[str] = "broken-reversed-batch"
     defect: ClassVar[str] = "get_many returns records in reverse order of the asked keys"
 
-    async def get_many(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
-        return list(reversed(await super().get_many(keys)))
+    async def _get_many(self, keys: list[str]) -> dict[str, str]:
+        # The hook answers by key, so the defect pairs each key with the record of
+        # its mirror position in the asked list.
+        found = await super()._get_many(keys)
+        return {k: found[m] for k, m in zip(keys, reversed(keys)) if m in found}
 
 
 class MergingUpsertKVStore(SQLiteKVStore):
@@ -50,16 +56,11 @@ class MergingUpsertKVStore(SQLiteKVStore):
     name: ClassVar[str] = "broken-merging-upsert"
     defect: ClassVar[str] = "upsert merges into the existing record instead of replacing it"
 
-    async def upsert(self, records: Mapping[str, Mapping[str, Any]]) -> None:
-        if isinstance(records, Mapping) and records:
-            keys = [k for k in records if isinstance(k, str)]
-            old = dict(zip(keys, await super().get_many(keys)))
-            merged: dict[Any, Any] = {}
-            for key, value in records.items():
-                prev = old.get(key) if isinstance(key, str) else None
-                merged[key] = {**prev, **value} if prev and isinstance(value, Mapping) else value
-            records = merged
-        await super().upsert(records)
+    async def _upsert(self, records: dict[str, str]) -> None:
+        old = await super()._get_many(list(records))
+        await super()._upsert(
+            {k: json.dumps({**json.loads(old[k]), **json.loads(v)}) if k in old else v for k, v in records.items()}
+        )
 
 
 class StrictDeleteKVStore(SQLiteKVStore):
@@ -69,12 +70,11 @@ class StrictDeleteKVStore(SQLiteKVStore):
     name: ClassVar[str] = "broken-strict-delete"
     defect: ClassVar[str] = "delete raises on a key that is not stored"
 
-    async def delete(self, keys: Iterable[str]) -> None:
-        keys = [keys] if isinstance(keys, str) else list(keys)
-        absent = await self.missing([k for k in keys if isinstance(k, str)])
+    async def _delete(self, keys: list[str]) -> None:
+        absent = set(keys) - set(await super()._get_many(keys))
         if absent:
             raise MissingIdError(f"cannot delete missing key(s): {sorted(absent)}")
-        await super().delete(keys)
+        await super()._delete(keys)
 
 
 # -- vector --------------------------------------------------------------------
@@ -87,13 +87,11 @@ class StrictDeleteVectorStore(NumpyVectorStore):
     name: ClassVar[str] = "broken-strict-delete"
     defect: ClassVar[str] = "delete raises on an id that is not stored"
 
-    async def delete(self, ids: Iterable[str]) -> None:
-        ids = [ids] if isinstance(ids, str) else list(ids)
-        found = await self.get([i for i in ids if isinstance(i, str)])
-        absent = [i for i, rec in zip([i for i in ids if isinstance(i, str)], found) if rec is None]
+    async def _delete(self, ids: list[str]) -> None:
+        absent = set(ids) - set(await super()._get(ids))
         if absent:
-            raise MissingIdError(f"cannot delete missing id(s): {sorted(set(absent))}")
-        await super().delete(ids)
+            raise MissingIdError(f"cannot delete missing id(s): {sorted(absent)}")
+        await super()._delete(ids)
 
 
 class IgnoresFilterVectorStore(NumpyVectorStore):
@@ -103,15 +101,10 @@ class IgnoresFilterVectorStore(NumpyVectorStore):
     name: ClassVar[str] = "broken-ignores-filter"
     defect: ClassVar[str] = "query ignores the metadata filter"
 
-    async def query(
-        self,
-        vector: np.ndarray | Sequence[float],
-        top_k: int,
-        *,
-        filter: Filter | None = None,
-        min_score: float | None = None,
+    async def _query(
+        self, unit: np.ndarray, top_k: int, filter: Filter | None, min_score: float | None
     ) -> list[VectorHit]:
-        return await super().query(vector, top_k, filter=None, min_score=min_score)
+        return await super()._query(unit, top_k, None, min_score)
 
 
 # -- graph ---------------------------------------------------------------------
@@ -125,21 +118,19 @@ class StrictDeleteGraphStore(NetworkXGraphStore):
     name: ClassVar[str] = "broken-strict-delete"
     defect: ClassVar[str] = "delete_nodes/delete_edges raise on a missing node or edge"
 
-    async def delete_nodes(self, ids: Iterable[str]) -> None:
-        ids = [ids] if isinstance(ids, str) else list(ids)
-        found = await self.get_nodes(ids)
-        absent = [i for i, props in zip(ids, found) if props is None]
+    async def _delete_nodes(self, ids: list[str]) -> None:
+        found = await super()._get_nodes(ids)
+        absent = [n for n in ids if n not in found]
         if absent:
             raise MissingIdError(f"cannot delete missing node(s): {absent!r}")
-        await super().delete_nodes(ids)
+        await super()._delete_nodes(ids)
 
-    async def delete_edges(self, pairs: Iterable[EdgeKey]) -> None:
-        pairs = list(pairs)
-        found = await self.get_edges(pairs)  # also validates the pairs
-        absent = [p for p, props in zip(pairs, found) if props is None]
+    async def _delete_edges(self, keys: list[EdgeKey]) -> None:
+        found = await super()._get_edges(keys)
+        absent = [k for k in keys if k not in found]
         if absent:
             raise MissingIdError(f"cannot delete missing edge(s): {absent!r}")
-        await super().delete_edges(pairs)
+        await super()._delete_edges(keys)
 
 
 class DuplicateEdgesGraphStore(NetworkXGraphStore):
@@ -149,12 +140,8 @@ class DuplicateEdgesGraphStore(NetworkXGraphStore):
     name: ClassVar[str] = "broken-duplicate-edges"
     defect: ClassVar[str] = "edges() yields each edge twice, as (a, b) and as (b, a)"
 
-    def edges(self) -> AsyncIterator[Edge]:
-        return self._doubled(super().edges())
-
-    @staticmethod
-    async def _doubled(inner: AsyncIterator[Edge]) -> AsyncIterator[Edge]:
-        async for edge in inner:
+    async def _edges(self) -> AsyncIterator[Edge]:
+        async for edge in super()._edges():
             yield edge
             yield Edge.model_construct(
                 source=edge.target, target=edge.source, properties=dict(edge.properties)
@@ -173,30 +160,23 @@ class StaleDegreeGraphStore(NetworkXGraphStore):
         super().__init__(config)
         self._stale: set[str] = set()
 
-    async def delete_nodes(self, ids: Iterable[str]) -> None:
-        ids = [ids] if isinstance(ids, str) else list(ids)
-        touched = {
-            other
-            for edges in await self.nodes_edges(ids)
-            for edge in edges or []
-            for other in edge
-        }
-        await super().delete_nodes(ids)
+    async def _delete_nodes(self, ids: list[str]) -> None:
+        touched = {m for neighbours in (await super()._nodes_edges(ids)).values() for m in neighbours}
+        await super()._delete_nodes(ids)
         self._stale |= touched - set(ids)
         self._stale -= set(ids)
 
-    async def delete_edges(self, pairs: Iterable[EdgeKey]) -> None:
-        pairs = list(pairs)
-        found = await self.get_edges(pairs)
-        await super().delete_edges(pairs)
-        self._stale |= {n for pair, props in zip(pairs, found) if props is not None for n in pair}
+    async def _delete_edges(self, keys: list[EdgeKey]) -> None:
+        found = await super()._get_edges(keys)
+        await super()._delete_edges(keys)
+        self._stale |= {n for key in found for n in key}
 
-    async def degrees(self, ids: Sequence[str]) -> list[int]:
-        true = await super().degrees(ids)
-        return [d + 1 if isinstance(n, str) and n in self._stale else d for n, d in zip(ids, true)]
+    async def _degrees(self, ids: list[str]) -> dict[str, int]:
+        true = await super()._degrees(ids)
+        return {n: d + 1 if n in self._stale else d for n, d in true.items()}
 
-    async def drop(self) -> None:
-        await super().drop()
+    async def _drop(self) -> None:
+        await super()._drop()
         self._stale.clear()
 
 
@@ -207,8 +187,9 @@ class MissingNodeEmptyEdgesGraphStore(NetworkXGraphStore):
     name: ClassVar[str] = "broken-missing-node-edges"
     defect: ClassVar[str] = "nodes_edges returns [] instead of None for a missing node"
 
-    async def nodes_edges(self, ids: Sequence[str]) -> list[list[EdgeKey] | None]:
-        return [[] if e is None else e for e in await super().nodes_edges(ids)]
+    async def _nodes_edges(self, ids: list[str]) -> dict[str, Any]:
+        found = await super()._nodes_edges(ids)
+        return {n: found.get(n, ()) for n in ids}
 
 
 BROKEN_ADAPTERS: dict[str, tuple[type, ...]] = {

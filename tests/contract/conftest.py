@@ -4,11 +4,11 @@
   keeps only those adapters' classes; ``kv`` alone keeps every KV adapter.
 - env ``RAGKIT_CONTRACT_REQUIRE=kind:name,...`` lists adapters that must be
   installed and reachable: missing ones fail ``test_required_adapters_are_installed``,
-  and a ``contract_options`` that skips (backend unreachable) fails instead.
+  and contract options that skip (backend unreachable) fail instead.
   Required adapters always run, whatever the selection.
 - A contract test may skip only because the adapter does not declare a
-  capability (or, for adapters that are not required, because
-  ``contract_options`` found the backend unreachable). Any other skip is turned
+  capability (or, for adapters that are not required, because its contract
+  options found the backend unreachable). Any other skip is turned
   into a failure: a silently skipped contract test proves nothing.
 """
 
@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from ragkit.testing.contracts import SKIP_PREFIX
+from ragkit.testing.contracts.options import contract_options
 
 UNREACHABLE_PREFIX = "adapter not reachable: "
 
@@ -82,22 +83,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
 
 @pytest.fixture
 def ragkit_adapter_options(tmp_path: Path) -> Callable[[Any], dict[str, Any]]:
-    """``options(info)``: the adapter's ``contract_options(tmp_path)``, or ``{}``.
+    """``options(info)``: the options registered for the adapter on the test
+    side (``ragkit.testing.contracts.options``), or ``{}``.
 
-    ``contract_options`` is an optional classmethod of adapter classes that
-    need options to run (a server URL, credentials from the environment...);
-    embedded adapters need none. It may ``pytest.skip(...)`` when its backend
-    is unreachable; for an adapter listed in RAGKIT_CONTRACT_REQUIRE that is a
-    failure instead.
+    Adapters that need options to run (a server URL, credentials from the
+    environment...) register them in the ``ragkit.testing`` entry-point group;
+    embedded adapters need none. The options function may ``pytest.skip(...)``
+    when its backend is unreachable; for an adapter listed in
+    RAGKIT_CONTRACT_REQUIRE that is a failure instead.
     """
 
     def options(info: Any) -> dict[str, Any]:
         key = f"{info.kind}:{info.name}"
-        hook = getattr(info.cls, "contract_options", None)
-        if hook is None:
-            return {}
         try:
-            return dict(hook(tmp_path) or {})
+            return contract_options(info.kind, info.name, tmp_path)
         except pytest.skip.Exception as exc:
             if key in required_adapters():
                 pytest.fail(f"{key} is in RAGKIT_CONTRACT_REQUIRE but is not reachable: {exc.msg}")

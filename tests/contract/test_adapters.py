@@ -6,8 +6,9 @@ module test its adapters with no new test file. Selection and the
 RAGKIT_CONTRACT_REQUIRE check are described in ``conftest.py``.
 
 Stores get ``StoreConfig(namespace="contract", workspace=<unique>,
-working_dir=tmp_path, options=contract_options(tmp_path), dimension=16 for
-vectors)``; models get ``cls(contract_options(tmp_path))``.
+working_dir=tmp_path, options=<contract options>, dimension=16 for vectors)``;
+models get ``cls(<contract options>)``. The options are registered on the test
+side (``ragkit.testing.contracts.options``), never on the adapter class.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import inspect
 import os
 import re
 import uuid
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -151,3 +153,26 @@ def test_every_registered_adapter_has_a_contract_class():
     assert expected == generated
     assert {"TestKV_sqlite", "TestVector_numpy", "TestGraph_networkx", "TestDocStatus_sqlite",
             "TestLLM_scripted", "TestEmbedder_hash", "TestReranker_overlap"} <= generated
+
+
+def test_production_adapter_classes_hold_no_test_hooks():
+    """Test hooks live on the test side: no registered adapter class (nor a
+    class it inherits from outside ``ragkit.testing``) has or mentions
+    ``contract_options``, and neither does any production module of the
+    embedded stores or the first-party plugins (their ``testing`` modules
+    register the options in the ``ragkit.testing`` entry-point group)."""
+    hook = "contract_" + "options"  # spelled apart so that this file is not a match itself
+    offenders = []
+    for info in get_registry().all_adapters():
+        for klass in info.cls.__mro__:
+            if klass is object or klass.__module__.startswith("ragkit.testing"):
+                continue
+            if hook in vars(klass) or hook in inspect.getsource(klass):
+                offenders.append(f"{info.kind}:{info.name} ({klass.__module__}.{klass.__qualname__})")
+    root = Path(__file__).resolve().parents[2]
+    modules = [*root.glob("ragkit/storage/*.py"), *root.glob("plugins/*/ragkit_*/*.py")]
+    assert len(modules) > 20
+    offenders += [
+        str(m.relative_to(root)) for m in modules if m.name != "testing.py" and hook in m.read_text("utf-8")
+    ]
+    assert not offenders, f"{hook} on production code: {offenders}"

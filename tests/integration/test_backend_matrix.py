@@ -5,7 +5,7 @@ same ids in every store and the same retrieved chunks for every question and mod
 Combinations: ``RAGKIT_MATRIX=embedded,servers,mixed`` (default: all) selects;
 ``RAGKIT_MATRIX_REQUIRE`` lists those that must run: for them an unreachable
 server is a failure, not a skip (CI sets it). Server addresses come from each
-adapter's ``contract_options`` (``RAGKIT_REDIS_URL``, ``RAGKIT_CHROMA_URL``,
+adapter's contract options (``RAGKIT_REDIS_URL``, ``RAGKIT_CHROMA_URL``,
 ``RAGKIT_NEO4J_URI``...), the same place the contract suite reads them.
 """
 
@@ -26,6 +26,7 @@ from ragkit.rag import RAG
 from ragkit.schema import Document, QueryParam
 from ragkit.settings import Settings
 from ragkit.testing import HashEmbedder
+from ragkit.testing.contracts.options import contract_options
 from ragkit.testing.recall import passage_text
 from ragkit.testing.replay import ReplayLLM, load_musique
 from ragkit.testing.snapshot import store_snapshot
@@ -57,17 +58,16 @@ def test_matrix_selection_names_known_combinations():
 
 
 def settings_for(combo: str, tmp_path: Path) -> Settings:
-    """Each backend by name, with its options from ``contract_options`` (which
-    skips when a server is unreachable: a failure for required combinations)."""
+    """Each backend by name, with its contract options (which skip when a
+    server is unreachable: a failure for required combinations)."""
     values: dict[str, Any] = {"working_dir": tmp_path, "workspace": f"m{uuid.uuid4().hex[:10]}"}
     registry = get_registry()
     for kind, name in COMBOS[combo].items():
         if name not in registry.names(kind):
             message = f"{kind} adapter {name!r} is not installed (installed: {registry.names(kind)})"
             pytest.fail(message) if combo in REQUIRED else pytest.skip(message)
-        hook = getattr(registry.get(kind, name), "contract_options", None)
         try:
-            options = dict(hook(tmp_path) or {}) if hook else {}
+            options = contract_options(kind, name, tmp_path)
         except pytest.skip.Exception as exc:
             if combo in REQUIRED:
                 pytest.fail(f"combination {combo!r} is required but {kind}:{name} is unreachable: {exc.msg}")

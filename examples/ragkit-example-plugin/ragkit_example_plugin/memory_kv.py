@@ -6,20 +6,20 @@ Everything a real adapter needs is here, in miniature:
 - its own ``Options`` model (pydantic, ``extra="forbid"`` so that a typo in
   ``[kv.options]`` is an error instead of being ignored);
 - an honest ``capabilities`` declaration, which tells the contract suite what to test;
-- the lifecycle (``open``/``flush``/``close``/``drop``) and workspace isolation.
+- the hooks: ``KVStore``'s public methods check that the store is open and
+  validate and encode every record before calling them, so each hook only
+  moves data (``_upsert`` gets key -> JSON text, ``_get_many`` hands it back).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import AsyncIterator
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragkit.errors import InvalidValueError
 from ragkit.protocols import Capability, KVStore, StoreConfig
-from ragkit.protocols.kv import encode_record
 
 
 class MemoryKVOptions(BaseModel):
@@ -60,73 +60,45 @@ class MemoryKVStore(KVStore):
             config.workspace,
             config.namespace,
         )
-        self._data: Space | None = None
+        self._data: Space = {}
 
-    def _space(self) -> Space:
-        self._check_open()  # raises StoreClosedError before open() / after close()
-        assert self._data is not None
-        return self._data
+    # -- lifecycle: called by open()/close() only when the state changes -----------
 
-    # -- lifecycle -------------------------------------------------------------
-
-    async def open(self) -> None:
+    async def _open(self) -> None:
         self._data = self._spaces.setdefault(self._space_key, {})
-        self._open = True
 
-    async def close(self) -> None:
-        self._open = False
-        self._data = None
+    async def _close(self) -> None:
+        self._data = {}
 
-    async def drop(self) -> None:
-        self._space().clear()  # in place: other instances on this space see it too
+    async def _drop(self) -> None:
+        self._data.clear()  # in place: other instances on this space see it too
 
-    # -- reads -----------------------------------------------------------------
+    # -- reads: keys arrive distinct and valid; the base decodes the JSON text -------
 
-    async def get_many(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
-        data = self._space()
-        out: list[dict[str, Any] | None] = []
-        for key in keys:
-            text = data.get(key) if isinstance(key, str) else None
-            # Decoding per asked position returns a fresh copy every time.
-            out.append(None if text is None else json.loads(text))
-        return out
+    async def _get_many(self, keys: list[str]) -> dict[str, str]:
+        return {key: self._data[key] for key in keys if key in self._data}
 
-    async def count(self) -> int:
-        return len(self._space())
+    async def _count(self) -> int:
+        return len(self._data)
 
-    def keys(self) -> AsyncIterator[str]:
-        return self._iter_keys(list(self._space()))  # a snapshot: safe while others write
-
-    @staticmethod
-    async def _iter_keys(snapshot: list[str]) -> AsyncIterator[str]:
-        for key in snapshot:
+    async def _keys(self) -> AsyncIterator[str]:
+        for key in list(self._data):  # a snapshot: safe while others write
             yield key
 
-    # -- writes ----------------------------------------------------------------
+    # -- writes: the whole batch is validated before a hook sees it ------------------
 
-    async def upsert(self, records: Mapping[str, Mapping[str, Any]]) -> None:
-        data = self._space()
-        if not isinstance(records, Mapping):
-            raise InvalidValueError(
-                f"upsert takes a mapping of key -> record, got {type(records).__name__}"
-            )
-        # Validate everything before writing anything.
-        encoded = {key: encode_record(key, value) for key, value in records.items()}
+    async def _upsert(self, records: dict[str, str]) -> None:
         limit = self.options.max_value_bytes
         if limit is not None:
-            for key, text in encoded.items():
+            for key, text in records.items():
                 size = len(text.encode("utf-8"))
                 if size > limit:
                     raise InvalidValueError(
                         f"record {key!r} is {size} bytes as JSON; this store's "
                         f"max_value_bytes is {limit}"
                     )
-        data.update(encoded)  # replaces whole records: no merge
+        self._data.update(records)  # replaces whole records: no merge
 
-    async def delete(self, keys: Iterable[str]) -> None:
-        data = self._space()
-        if isinstance(keys, str):
-            keys = [keys]
+    async def _delete(self, keys: list[str]) -> None:
         for key in keys:
-            if isinstance(key, str):
-                data.pop(key, None)  # missing keys are not an error
+            self._data.pop(key, None)  # missing keys are not an error

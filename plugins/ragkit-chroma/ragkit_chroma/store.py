@@ -27,31 +27,23 @@ passes embeddings, so Chroma never embeds (or downloads a model) by itself.
 from __future__ import annotations
 
 import asyncio
-import math
-import os
-import urllib.error
-import urllib.request
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
-from urllib.parse import urlsplit
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from ragkit.errors import DimensionMismatchError, RagkitError, StoreError
 from ragkit.protocols.base import Capability, StoreConfig
-from ragkit.protocols.vector import Filter, VectorStore, rank_hits
-from ragkit.schema import JSONScalar, VectorHit, VectorRecord
+from ragkit.protocols.vector import Filter, VectorStore, search_past_ties, unit_rows
+from ragkit.schema import JSONScalar, VectorHit
 from ragkit_chroma._where import NO_MATCH, check_metadata, to_where
 
 T = TypeVar("T")
 
-DEFAULT_URL = "http://127.0.0.1:8000"
 DIMENSION_KEY = "ragkit_dimension"
-_TIE = 2e-6  # scores this close to the k-th may tie with it after rank_hits' rounding
-_EXTRA = 8  # candidates fetched past top_k, so that ties at the cut can be seen
 _HTTP_OPTIONS = ("host", "port", "ssl", "auth_token")
 
 
@@ -125,37 +117,6 @@ def collection_name(prefix: str, workspace: str, namespace: str) -> str:
     return name if name[-1].isalnum() else f"{name}.0"
 
 
-def options_from_url(url: str) -> dict[str, Any]:
-    """``http(s)://host:port`` as ``host``/``port``/``ssl`` options."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{url!r} is not an http(s)://host:port URL")
-    ssl = parts.scheme == "https"
-    return {"host": parts.hostname, "port": parts.port or (443 if ssl else 8000), "ssl": ssl}
-
-
-def server_answers(url: str, timeout: float = 3.0) -> bool:
-    """Whether a Chroma server answers ``GET <url>/api/v2/heartbeat``."""
-    try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/api/v2/heartbeat", timeout=timeout) as r:
-            return r.status == 200
-    except (OSError, urllib.error.URLError, ValueError):
-        return False
-
-
-def _unit_rows(matrix: np.ndarray) -> np.ndarray:
-    m64 = np.asarray(matrix, dtype=np.float64)
-    norms = np.sqrt(np.einsum("ij,ij->i", m64, m64))[:, None]
-    return (m64 / norms).astype(np.float32)
-
-
-def _plain(value: JSONScalar) -> JSONScalar:
-    """Python scalars only (a numpy float64 is a float subclass)."""
-    if isinstance(value, bool) or isinstance(value, str):
-        return value
-    return int(value) if isinstance(value, int) else float(value)
-
-
 class ChromaVectorStore(VectorStore):
     """Vectors in one Chroma collection per workspace and namespace."""
 
@@ -205,18 +166,15 @@ class ChromaVectorStore(VectorStore):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    async def open(self) -> None:
-        if self._open:
-            return
+    async def _open(self) -> None:
         self._client, self._batch = await asyncio.to_thread(self._connect)
         self._collection = None
-        self._write_lock = asyncio.Lock()
+        self._write_lock = asyncio.Lock()  # bound to the loop that opens the store
         self._pending = []
-        self._open = True
         try:
             await self._get_collection(create=False)  # an existing collection's dimension is checked now
         except BaseException:
-            await self.close()
+            await self._close()
             raise
 
     def _connect(self) -> tuple[Any, int]:
@@ -257,15 +215,11 @@ class ChromaVectorStore(VectorStore):
             limit = 1000
         return client, min(limit, o.batch_size or limit)
 
-    async def close(self) -> None:
-        if not self._open:
-            return
+    async def _close(self) -> None:
         client, self._client, self._collection = self._client, None, None
-        self._open = False
         await asyncio.to_thread(client.close)
 
-    async def drop(self) -> None:
-        self._check_open()
+    async def _drop(self) -> None:
         await self._write(_Write({}, drop=True))
 
     def _delete_collection(self) -> None:
@@ -364,29 +318,15 @@ class ChromaVectorStore(VectorStore):
 
     # -- writes ----------------------------------------------------------------------
 
-    async def upsert(
-        self,
-        ids: Sequence[str],
-        vectors: np.ndarray | Sequence[Sequence[float]],
-        metadata: Sequence[Mapping[str, JSONScalar]] | None = None,
+    async def _upsert(
+        self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, JSONScalar]]
     ) -> None:
-        self._check_open()
-        checked = self.check_upsert(ids, vectors, metadata)
-        if checked is None:
-            return
-        ids, matrix, metas = checked
-        metas = [{k: _plain(v) for k, v in m.items()} for m in metas]
-        check_metadata(metas)
-        unit = _unit_rows(matrix)
-        await self._write(_Write({i: (unit[n], metas[n]) for n, i in enumerate(ids)}))
+        check_metadata(metadata)
+        unit = unit_rows(vectors)
+        await self._write(_Write({i: (unit[n], metadata[n]) for n, i in enumerate(ids)}))
 
-    async def delete(self, ids: Iterable[str]) -> None:
-        self._check_open()
-        if isinstance(ids, str):
-            ids = [ids]
-        unique = list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
-        if unique:
-            await self._write(_Write(dict.fromkeys(unique)))
+    async def _delete(self, ids: list[str]) -> None:
+        await self._write(_Write(dict.fromkeys(ids)))
 
     async def _write(self, op: _Write) -> None:
         """Queue a validated write (or a drop) and wait until it is applied.
@@ -457,15 +397,10 @@ class ChromaVectorStore(VectorStore):
 
     # -- reads -------------------------------------------------------------------------
 
-    async def count(self) -> int:
-        self._check_open()
+    async def _count(self) -> int:
         return await self._run("count", lambda c: c.count()) or 0
 
-    def ids(self) -> AsyncIterator[str]:
-        self._check_open()
-        return self._iter_ids()
-
-    async def _iter_ids(self) -> AsyncIterator[str]:
+    async def _ids(self) -> AsyncIterator[str]:
         offset, page = 0, self._batch
         while True:
             got = await self._run("ids", lambda c: c.get(include=[], limit=page, offset=offset))
@@ -477,77 +412,45 @@ class ChromaVectorStore(VectorStore):
                 return
             offset += page
 
-    async def get(self, ids: Sequence[str]) -> list[VectorRecord | None]:
-        self._check_open()
-        ids = list(ids)
-        unique = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
-        if not unique:
-            return [None] * len(ids)
-
+    async def _get(self, ids: list[str]) -> dict[str, tuple[list[float], dict[str, Any]]]:
         def fetch(collection: Any) -> dict[str, tuple[list[float], dict[str, Any]]]:
             found = {}
-            for part in self._chunks(len(unique)):
-                got = collection.get(ids=unique[part], include=["embeddings", "metadatas"])
+            for part in self._chunks(len(ids)):
+                got = collection.get(ids=ids[part], include=["embeddings", "metadatas"])
                 for id_, vec, meta in zip(got["ids"], got["embeddings"], got["metadatas"]):
                     found[id_] = (np.asarray(vec, dtype=np.float32).tolist(), meta or {})
             return found
 
-        found = await self._run("get", fetch) or {}
-        return self.records_in_order(ids, found)
+        return await self._run("get", fetch) or {}
 
-    async def query(
-        self,
-        vector: np.ndarray | Sequence[float],
-        top_k: int,
-        *,
-        filter: Filter | None = None,
-        min_score: float | None = None,
+    async def _query(
+        self, unit: np.ndarray, top_k: int, filter: Filter | None, min_score: float | None
     ) -> list[VectorHit]:
-        self._check_open()
-        q = self.check_query_args(vector, top_k)
         where = to_where(filter)
-        if top_k == 0 or where is NO_MATCH:
+        if where is NO_MATCH:
             return []
-        q_unit = _unit_rows(q.reshape(1, -1))
-        fetch = int(top_k) + _EXTRA
-        while True:
+        q_unit = unit.astype(np.float32).reshape(1, -1)
+
+        async def search(n: int) -> list[VectorHit]:
             got = await self._run(
                 "query",
                 lambda c: c.query(
-                    query_embeddings=q_unit,
-                    n_results=fetch,
-                    where=where or None,
-                    include=["metadatas", "distances"],
+                    query_embeddings=q_unit, n_results=n, where=where or None, include=["metadatas", "distances"]
                 ),
             )
             if got is None:
                 return []
-            hits = self._hits(got, min_score)
-            if not self._may_tie_beyond(hits, got, fetch, int(top_k)):
-                return rank_hits(hits, int(top_k))
-            fetch *= 2
+            metas = got["metadatas"][0] if got.get("metadatas") else None
+            return [
+                VectorHit(
+                    id=id_,
+                    score=min(1.0, max(-1.0, 1.0 - float(distance))),
+                    metadata=dict((metas[i] if metas else None) or {}),
+                )
+                for i, (id_, distance) in enumerate(zip(got["ids"][0], got["distances"][0]))
+            ]
 
-    @staticmethod
-    def _hits(got: dict[str, Any], min_score: float | None) -> list[VectorHit]:
-        metas = got["metadatas"][0] if got.get("metadatas") else None
-        hits = []
-        for n, (id_, distance) in enumerate(zip(got["ids"][0], got["distances"][0])):
-            score = min(1.0, max(-1.0, 1.0 - float(distance)))
-            if min_score is not None and score < min_score:
-                continue
-            meta = (metas[n] if metas else None) or {}
-            hits.append(VectorHit(id=id_, score=score, metadata=dict(meta)))
-        return hits
-
-    @staticmethod
-    def _may_tie_beyond(hits: list[VectorHit], got: dict[str, Any], fetch: int, top_k: int) -> bool:
-        """Whether candidates past the ``fetch`` returned could tie with the k-th hit."""
-        distances = got["distances"][0]
-        if len(distances) < fetch or len(hits) < top_k:
-            return False  # every eligible record came back, or min_score cut the rest
-        kth = sorted((h.score for h in hits), reverse=True)[top_k - 1]
-        worst = 1.0 - float(max(distances))
-        return not math.isnan(worst) and worst >= kth - _TIE
+        return await search_past_ties(search, top_k, min_score)
 
 
 class ChromaHttpVectorStore(ChromaVectorStore):
@@ -555,16 +458,3 @@ class ChromaHttpVectorStore(ChromaVectorStore):
 
     name: ClassVar[str] = "chroma-http"
     Options: ClassVar[type[BaseModel]] = ChromaHttpOptions
-
-    @classmethod
-    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
-        """The server at ``RAGKIT_CHROMA_URL`` (default http://127.0.0.1:8000)."""
-        url = os.environ.get("RAGKIT_CHROMA_URL", DEFAULT_URL)
-        if not server_answers(url):
-            import pytest
-
-            pytest.skip(
-                f"no Chroma server answers at {url}: start one with "
-                "`python plugins/ragkit-chroma/scripts/chroma-server start` or set RAGKIT_CHROMA_URL"
-            )
-        return options_from_url(url)

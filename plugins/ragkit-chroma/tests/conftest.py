@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from ragkit.protocols import StoreConfig
-from ragkit_chroma.store import DEFAULT_URL, ChromaVectorStore, options_from_url, server_answers
+from ragkit_chroma.store import ChromaVectorStore
+from ragkit_chroma.testing import DEFAULT_URL, options_from_url, server_answers
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "chroma-server"

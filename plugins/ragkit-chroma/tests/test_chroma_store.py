@@ -20,12 +20,9 @@ from chromadb.api.models.Collection import Collection
 
 from ragkit.errors import ConfigError, DimensionMismatchError, InvalidValueError, StoreError
 from ragkit.protocols import StoreConfig
-from ragkit_chroma.store import (
-    ChromaHttpVectorStore,
-    ChromaVectorStore,
-    collection_name,
-    options_from_url,
-)
+from ragkit.testing.contracts.options import contract_options
+from ragkit_chroma.store import ChromaHttpVectorStore, ChromaVectorStore, collection_name
+from ragkit_chroma.testing import options_from_url
 
 # Chroma 1.5 warns whenever it reads a collection made with no embedding function,
 # which is exactly what ragkit wants (it always passes embeddings).
@@ -120,12 +117,15 @@ def test_options_from_url():
         options_from_url("127.0.0.1:8000")
 
 
-def test_contract_options_skip_with_a_clear_reason(monkeypatch, free_port):
+def test_contract_options_skip_with_a_clear_reason(monkeypatch, free_port, tmp_path):
     """No server at RAGKIT_CHROMA_URL: the contract skips (the contract's
-    conftest turns that into a failure when RAGKIT_CONTRACT_REQUIRE names it)."""
+    conftest turns that into a failure when RAGKIT_CONTRACT_REQUIRE names it).
+    The options come from the test side (``ragkit_chroma.testing``, registered
+    in the ``ragkit.testing`` entry-point group); embedded Chroma needs none."""
     monkeypatch.setenv("RAGKIT_CHROMA_URL", f"http://127.0.0.1:{free_port()}")
     with pytest.raises(pytest.skip.Exception, match="no Chroma server answers at .*chroma-server start"):
-        ChromaHttpVectorStore.contract_options(None)
+        contract_options("vector", "chroma-http", tmp_path)
+    assert contract_options("vector", "chroma", tmp_path) == {}
 
 
 async def test_unreachable_server_is_a_store_error_with_a_hint(free_port):

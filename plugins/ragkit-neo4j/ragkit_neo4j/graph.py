@@ -20,19 +20,15 @@ get an index. See ``cypher.py`` for how names and values reach Cypher.
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, ClassVar, Literal
-from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from ragkit.errors import InvalidValueError, StoreError
+from ragkit.errors import InvalidValueError, StoreClosedError, StoreError
 from ragkit.protocols.base import Capability, StoreConfig
-from ragkit.protocols.graph import EdgeKey, GraphStore, check_node_id, check_properties, edge_key
+from ragkit.protocols.graph import EdgeKey, GraphStore
 from ragkit.schema import Edge, Node
 from ragkit_neo4j import _server
 from ragkit_neo4j.cypher import (
@@ -103,14 +99,6 @@ class Neo4jOptions(BaseModel):
         return self
 
 
-def _pair(item: object) -> tuple[object, object] | None:
-    try:
-        a, b = item  # type: ignore[misc]
-    except (TypeError, ValueError):
-        return None
-    return a, b
-
-
 class Neo4jGraphStore(GraphStore):
     """Undirected property graph in Neo4j (or another Bolt server: see README)."""
 
@@ -130,31 +118,6 @@ class Neo4jGraphStore(GraphStore):
         self._label = quote_ident(self.label_name)
         self._rel = quote_ident(self.options.relationship_type)
         self._shared: _server.SharedDriver | None = None
-
-    @classmethod
-    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
-        """Options for ragkit's contract run: a server at ``RAGKIT_NEO4J_URI``
-        (``RAGKIT_NEO4J_USER``/``RAGKIT_NEO4J_PASSWORD`` if it needs auth)."""
-        import pytest
-
-        uri = os.environ.get("RAGKIT_NEO4J_URI")
-        if not uri:
-            pytest.skip(
-                "set RAGKIT_NEO4J_URI (e.g. bolt://127.0.0.1:7687 after "
-                "`plugins/ragkit-neo4j/scripts/bolt-server start`)"
-            )
-        parsed = urlparse(uri)
-        try:  # a TCP connect only: the stand-in copes with a dropped socket
-            with socket.create_connection((parsed.hostname or "localhost", parsed.port or 7687), timeout=2):
-                pass
-        except OSError as exc:
-            pytest.skip(f"RAGKIT_NEO4J_URI={uri} does not accept connections: {exc}")
-        # A statement the server never answers fails the test instead of hanging the run.
-        options: dict[str, Any] = {"uri": uri, "query_timeout": 120.0}
-        if os.environ.get("RAGKIT_NEO4J_USER"):
-            options["user"] = os.environ["RAGKIT_NEO4J_USER"]
-            options["password"] = os.environ.get("RAGKIT_NEO4J_PASSWORD", "")
-        return options
 
     # -- connection ------------------------------------------------------------------
 
@@ -187,8 +150,10 @@ class Neo4jGraphStore(GraphStore):
         return shared.info
 
     def _conn(self) -> _server.SharedDriver:
-        self._check_open()
-        assert self._shared is not None
+        """The shared driver (from ``open()`` on); the protocol's methods run
+        only on an open store, this guards the extras (``server``, ``ensure_schema``)."""
+        if self._shared is None:
+            raise StoreClosedError(f"{self!r} is not connected: `await store.open()` first")
         return self._shared
 
     @asynccontextmanager
@@ -302,8 +267,8 @@ class Neo4jGraphStore(GraphStore):
             )
         )
 
-    def _check_id(self, node_id: object) -> str:
-        node_id = check_node_id(node_id)
+    def _check_id(self, node_id: str) -> str:
+        """What this server cannot store, beyond the protocol's rules (checked already)."""
         if not _utf8_ok(node_id):
             raise InvalidValueError(f"node id {node_id[:40]!r} is not valid Unicode (lone surrogate)")
         limit = self._limit
@@ -322,31 +287,22 @@ class Neo4jGraphStore(GraphStore):
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    async def open(self) -> None:
-        if self._open:
-            return
+    async def _open(self) -> None:
         async with self._errors("connect"):
             shared = await _server.acquire(
                 self._driver_key(), self._make_driver, self.options.database, self.options.query_values
             )
         self._shared = shared
-        self._open = True
         try:
             await self.ensure_schema()
         except BaseException:
-            await self.close()
+            await self._close()
             raise
 
-    async def close(self) -> None:
-        if not self._open:
-            return
-        self._open = False
+    async def _close(self) -> None:  # nothing to flush: every call commits its own transaction
         shared, self._shared = self._shared, None
         if shared is not None:
             await _server.release(shared)
-
-    async def flush(self) -> None:
-        self._check_open()  # every call commits its own transaction
 
     def _wants_schema(self) -> bool:
         if self.options.indexes == "auto":
@@ -395,8 +351,7 @@ class Neo4jGraphStore(GraphStore):
             )
         return sum(1 for labels, props in rows if self.label_name in (labels or []) and ID_KEY in (props or []))
 
-    async def drop(self) -> None:
-        self._check_open()
+    async def _drop(self) -> None:
         binder = self._binder
         query, params = binder.bind(
             f"MATCH (n:{self._label}) WITH n LIMIT $limit DETACH DELETE n RETURN count(*)",
@@ -409,18 +364,8 @@ class Neo4jGraphStore(GraphStore):
 
     # -- writes ------------------------------------------------------------------------
 
-    async def upsert_nodes(self, nodes: Mapping[str, Mapping[str, Any]]) -> None:
-        self._check_open()
-        if not isinstance(nodes, Mapping):
-            raise InvalidValueError(
-                f"upsert_nodes takes a mapping of id -> properties, got {type(nodes).__name__}"
-            )
-        rows = [
-            (self._check_id(n), encode_properties(check_properties(f"node {n!r}", props)))
-            for n, props in nodes.items()
-        ]
-        if not rows:
-            return
+    async def _upsert_nodes(self, nodes: dict[str, dict[str, Any]]) -> None:
+        rows = [(self._check_id(n), encode_properties(props)) for n, props in nodes.items()]
         if self.server.inline_values:
             statements = self._literal_upserts(
                 [([n], props) for n, props in rows], "n",
@@ -434,18 +379,8 @@ class Neo4jGraphStore(GraphStore):
             )
         await self._write("upsert nodes", statements)
 
-    async def upsert_edges(self, edges: Sequence[tuple[str, str, Mapping[str, Any]]]) -> None:
-        self._check_open()
-        checked: dict[EdgeKey, dict[str, Any]] = {}
-        for item in edges:
-            try:
-                a, b, props = item
-            except (TypeError, ValueError) as exc:
-                raise InvalidValueError(f"edges are (a, b, properties) triples, got {item!r}") from exc
-            a, b = self._check_id(a), self._check_id(b)
-            checked[edge_key(a, b)] = encode_properties(check_properties(f"edge ({a!r}, {b!r})", props))
-        if not checked:
-            return
+    async def _upsert_edges(self, edges: dict[EdgeKey, dict[str, Any]]) -> None:
+        checked = {(self._check_id(a), self._check_id(b)): encode_properties(p) for (a, b), p in edges.items()}
         node, rel = self._label, self._rel
         if self.server.inline_values:
             statements = self._literal_upserts(
@@ -529,25 +464,15 @@ class Neo4jGraphStore(GraphStore):
                 statements.append((f"UNWIND [{', '.join(batch)}] AS row {template}", {}))
         return statements
 
-    async def delete_nodes(self, ids: Iterable[str]) -> None:
-        self._check_open()
-        if isinstance(ids, str):
-            ids = [ids]
+    async def _delete_nodes(self, ids: list[str]) -> None:
         wanted = self._query_ids(ids)
         await self._write(
             "delete nodes",
             self._statements(f"UNWIND $rows AS id MATCH (n:{self._label} {{{ID_KEY}: id}}) DETACH DELETE n", wanted),
         )
 
-    async def delete_edges(self, pairs: Iterable[EdgeKey]) -> None:
-        self._check_open()
-        checked = []
-        for pair in pairs:
-            ab = _pair(pair)
-            if ab is None:
-                raise InvalidValueError(f"edges are given as (a, b) pairs, got {pair!r}")
-            checked.append(ab)
-        keys = self._edge_keys(checked)
+    async def _delete_edges(self, keys: list[EdgeKey]) -> None:
+        keys = self._edge_keys(keys)
         await self._write(
             "delete edges",
             self._statements(
@@ -557,9 +482,10 @@ class Neo4jGraphStore(GraphStore):
             ),
         )
 
-    def _edge_keys(self, pairs: Iterable[tuple[object, object]]) -> list[EdgeKey]:
-        ok = set(self._query_ids(n for pair in pairs for n in pair))
-        return list(dict.fromkeys(edge_key(a, b) for a, b in pairs if a in ok and b in ok))  # type: ignore[arg-type]
+    def _edge_keys(self, keys: list[EdgeKey]) -> list[EdgeKey]:
+        """The asked edges whose endpoints can exist here."""
+        ok = set(self._query_ids(n for key in keys for n in key))
+        return [(a, b) for a, b in keys if a in ok and b in ok]
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -598,27 +524,17 @@ class Neo4jGraphStore(GraphStore):
                 pairs[key].append((k, value))
         return {key: decode_properties(assemble(p)) for key, p in pairs.items()}
 
-    async def get_nodes(self, ids: Sequence[str]) -> list[dict[str, Any] | None]:
-        self._check_open()
-        ids = list(ids)
+    async def _get_nodes(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         rows: list[list[Any]] = []
         for query, params in self._statements(
             f"UNWIND $rows AS id MATCH (n:{self._label} {{{ID_KEY}: id}}) WITH id, n ",
             self._query_ids(ids), self._props_clause("n").replace("RETURN ", "RETURN id, "),
         ):
             rows += await self._read("read nodes", query, params)
-        found = self._group(rows, 1)
-        return [dict(found[n]) if isinstance(n, str) and n in found else None for n in ids]
+        return self._group(rows, 1)
 
-    async def get_edges(self, pairs: Sequence[EdgeKey]) -> list[dict[str, Any] | None]:
-        self._check_open()
-        asked = []
-        for pair in pairs:
-            ab = _pair(pair)
-            if ab is None:
-                raise InvalidValueError(f"edges are given as (a, b) pairs, got {pair!r}")
-            asked.append(ab)
-        keys = self._edge_keys(asked)
+    async def _get_edges(self, keys: list[EdgeKey]) -> dict[EdgeKey, dict[str, Any]]:
+        keys = self._edge_keys(keys)
         rows: list[list[Any]] = []
         for query, params in self._statements(
             f"UNWIND $rows AS p MATCH (a:{self._label} {{{ID_KEY}: p[0]}})"
@@ -626,16 +542,9 @@ class Neo4jGraphStore(GraphStore):
             [list(k) for k in keys], self._props_clause("r").replace("RETURN ", "RETURN p[0], p[1], "),
         ):
             rows += await self._read("read edges", query, params)
-        found = self._group(rows, 2)
-        out: list[dict[str, Any] | None] = []
-        for a, b in asked:
-            key = edge_key(a, b) if isinstance(a, str) and isinstance(b, str) else None
-            out.append(dict(found[key]) if key in found else None)
-        return out
+        return self._group(rows, 2)
 
-    async def nodes_edges(self, ids: Sequence[str]) -> list[list[EdgeKey] | None]:
-        self._check_open()
-        ids = list(ids)
+    async def _nodes_edges(self, ids: list[str]) -> dict[str, set[str]]:
         found: dict[str, set[str]] = {}
         # One row per neighbour (not collect()): records stay small however
         # many edges a hub has.
@@ -648,44 +557,31 @@ class Neo4jGraphStore(GraphStore):
                 neighbours = found.setdefault(node_id, set())
                 if other is not None:
                     neighbours.add(other)
-        return [
-            sorted(edge_key(n, m) for m in found[n]) if isinstance(n, str) and n in found else None
-            for n in ids
-        ]
+        return found
 
-    async def degrees(self, ids: Sequence[str]) -> list[int]:
-        self._check_open()
-        ids = list(ids)
-        found = await self._per_id(
+    async def _degrees(self, ids: list[str]) -> dict[str, int]:
+        return await self._per_id(
             "read degrees",
             f"UNWIND $rows AS id MATCH (n:{self._label} {{{ID_KEY}: id}}) "
             f"OPTIONAL MATCH (n)-[r:{self._rel}]-(:{self._label}) RETURN id, count(DISTINCT r)",
             self._query_ids(ids),
         )
-        return [int(found.get(n, 0)) if isinstance(n, str) else 0 for n in ids]
 
-    async def node_count(self) -> int:
-        self._check_open()
+    async def _node_count(self) -> int:
         rows = await self._read("count nodes", f"MATCH (n:{self._label}) RETURN count(n)", {})
         return int(rows[0][0])
 
-    async def edge_count(self) -> int:
-        self._check_open()
+    async def _edge_count(self) -> int:
         rows = await self._read(
             "count edges", f"MATCH (:{self._label})-[r:{self._rel}]->(:{self._label}) RETURN count(r)", {}
         )
         return int(rows[0][0])
 
-    async def labels(self) -> list[str]:
-        self._check_open()
+    async def _labels(self) -> list[str]:
         rows = await self._read("list node ids", f"MATCH (n:{self._label}) RETURN n.{ID_KEY}", {})
-        return sorted(r[0] for r in rows)
+        return [r[0] for r in rows]
 
-    def nodes(self) -> AsyncIterator[Node]:
-        self._check_open()
-        return self._scan_nodes()
-
-    async def _scan_nodes(self) -> AsyncIterator[Node]:
+    async def _nodes(self) -> AsyncIterator[Node]:
         # Keyset pages: each page starts after the last id of the previous one, so
         # a node present for the whole scan is yielded once even while others write.
         last: str | None = None
@@ -709,11 +605,7 @@ class Neo4jGraphStore(GraphStore):
                 return
             last = next(reversed(page))
 
-    def edges(self) -> AsyncIterator[Edge]:
-        self._check_open()
-        return self._scan_edges()
-
-    async def _scan_edges(self) -> AsyncIterator[Edge]:
+    async def _edges(self) -> AsyncIterator[Edge]:
         last: tuple[str, str] | None = None
         a_id, b_id = f"a.{ID_KEY}", f"b.{ID_KEY}"
         while True:

@@ -16,12 +16,13 @@ import pytest_asyncio
 
 from ragkit.protocols import StoreConfig
 from ragkit_neo4j import Neo4jGraphStore
+from ragkit_neo4j.testing import neo4j_options as server_options
 
 
 @pytest.fixture
 def neo4j_options() -> dict:
     try:
-        return Neo4jGraphStore.contract_options(None)  # type: ignore[arg-type]
+        return server_options()
     except pytest.skip.Exception as exc:
         if "graph:neo4j" in {p.strip() for p in os.environ.get("RAGKIT_CONTRACT_REQUIRE", "").split(",")}:
             pytest.fail(f"a Bolt server is required (RAGKIT_CONTRACT_REQUIRE) but: {exc.msg}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -55,13 +54,6 @@ class OllamaChat(OllamaAdapter):
             keep_think_tags=not opts.strip_think or None,  # the default adds nothing to the id
             model_options=opts.model_options,
         )
-
-    @classmethod
-    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
-        """The contract runs against the loopback server in ``ragkit_ollama.testing``."""
-        from ragkit_ollama.testing import shared_server
-
-        return {"base_url": shared_server().url, "model": "fake-chat", "think": False, "max_retries": 1}
 
     def params(self, request: ChatRequest) -> dict[str, Any]:
         """The ``AsyncClient.chat`` arguments for ``request``."""

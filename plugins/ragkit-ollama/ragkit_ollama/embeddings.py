@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -50,13 +49,6 @@ class OllamaEmbedder(OllamaAdapter):
         self.dimension: int = embedding_dimension("ollama", opts.model, opts.dimensions, KNOWN_DIMENSIONS)
         self.max_batch_size: int = opts.batch_size
         self.model_id = f"ollama:{opts.model}:{self.dimension}"
-
-    @classmethod
-    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
-        """The contract runs against the loopback server in ``ragkit_ollama.testing``."""
-        from ragkit_ollama.testing import shared_server
-
-        return {"base_url": shared_server().url, "model": "fake-embed", "dimensions": 32, "max_retries": 1}
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await embed_in_batches(texts, self.max_batch_size, self.dimension, self._embed_batch)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from datetime import datetime, UTC
+from pathlib import Path
 from typing import Any
 
 from ragkit.testing.http_server import (
@@ -132,3 +133,17 @@ def _ndjson(model: str, text: str, thinking: str | None, counts: dict[str, int])
 def shared_server() -> OllamaServer:
     """The process's server for the contract suite."""
     return OllamaServer.shared()
+
+
+def chat_options(tmp_path: Path | None = None) -> dict[str, Any]:
+    """``ollama`` LLM options for ragkit's contract run: the loopback server."""
+    return {"base_url": shared_server().url, "model": "fake-chat", "think": False, "max_retries": 1}
+
+
+def embedder_options(tmp_path: Path | None = None) -> dict[str, Any]:
+    """``ollama`` embedder options for ragkit's contract run: the loopback server."""
+    return {"base_url": shared_server().url, "model": "fake-embed", "dimensions": 32, "max_retries": 1}
+
+
+CONTRACT_OPTIONS = {"llm:ollama": chat_options, "embedder:ollama": embedder_options}
+"""What ragkit's contract run tests the adapters with (the ``ragkit.testing`` entry point)."""

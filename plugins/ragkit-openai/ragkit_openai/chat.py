@@ -5,7 +5,6 @@ Azure OpenAI)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -51,13 +50,6 @@ class OpenAIChat(OpenAIAdapter):
             temperature=self.options.temperature,
             extra_body=self.options.extra_body,
         )
-
-    @classmethod
-    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
-        """The contract runs against the loopback server in ``ragkit_openai.testing``."""
-        from ragkit_openai.testing import TEST_KEY, shared_server
-
-        return {"base_url": shared_server().url, "api_key": TEST_KEY, "model": "fake-chat", "max_retries": 1}
 
     def params(self, request: ChatRequest) -> dict[str, Any]:
         """The ``chat.completions.create`` arguments for ``request``."""

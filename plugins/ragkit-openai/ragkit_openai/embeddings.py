@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -55,20 +54,6 @@ class OpenAIEmbedder(OpenAIAdapter):
         self._send_dimensions = (
             send if send is not None else bool(opts.dimensions) and opts.model.startswith("text-embedding-3")
         )
-
-    @classmethod
-    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
-        """The contract runs against the loopback server in ``ragkit_openai.testing``."""
-        from ragkit_openai.testing import TEST_KEY, shared_server
-
-        return {
-            "base_url": shared_server().url,
-            "api_key": TEST_KEY,
-            "model": "text-embedding-3-small",
-            "dimensions": 64,
-            "batch_size": 16,
-            "max_retries": 1,
-        }
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await embed_in_batches(texts, self.max_batch_size, self.dimension, self._embed_batch)

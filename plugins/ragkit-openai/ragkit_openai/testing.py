@@ -17,6 +17,7 @@ import base64
 import json
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -142,3 +143,24 @@ def _encode(row: list[float], body: dict[str, Any]) -> Any:
 def shared_server() -> OpenAIServer:
     """The process's server for the contract suite (key ``TEST_KEY``)."""
     return OpenAIServer.shared(api_key=TEST_KEY)
+
+
+def chat_options(tmp_path: Path | None = None) -> dict[str, Any]:
+    """``openai`` LLM options for ragkit's contract run: the loopback server."""
+    return {"base_url": shared_server().url, "api_key": TEST_KEY, "model": "fake-chat", "max_retries": 1}
+
+
+def embedder_options(tmp_path: Path | None = None) -> dict[str, Any]:
+    """``openai`` embedder options for ragkit's contract run: the loopback server."""
+    return {
+        "base_url": shared_server().url,
+        "api_key": TEST_KEY,
+        "model": "text-embedding-3-small",
+        "dimensions": 64,
+        "batch_size": 16,
+        "max_retries": 1,
+    }
+
+
+CONTRACT_OPTIONS = {"llm:openai": chat_options, "embedder:openai": embedder_options}
+"""What ragkit's contract run tests the adapters with (the ``ragkit.testing`` entry point)."""

@@ -29,9 +29,8 @@
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -39,8 +38,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from ragkit.errors import DimensionMismatchError, RagkitError, StoreError
 from ragkit.protocols.base import Capability, StoreConfig
-from ragkit.protocols.vector import Filter, VectorStore, rank_hits
-from ragkit.schema import JSONScalar, VectorHit, VectorRecord
+from ragkit.protocols.vector import Filter, VectorStore, search_past_ties, unit_rows
+from ragkit.schema import JSONScalar, VectorHit
+
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient, models
 
@@ -58,8 +58,6 @@ from ragkit_qdrant._filter import (
 
 ID_NAMESPACE = uuid.UUID("6f1d7c2e-3b9a-5c4e-9a7b-2d8e0f1a4c3b")
 """UUIDv5 namespace of point ids: ``uuid5(ID_NAMESPACE, f"{workspace}/{id}")``."""
-_TIE = 2e-6  # scores this close to the k-th may tie with it after rank_hits' rounding
-_EXTRA = 8  # candidates fetched past top_k, so that ties at the cut can be seen
 
 
 class QdrantOptions(BaseModel):
@@ -152,24 +150,6 @@ class QdrantVectorStore(VectorStore):
         self._client: AsyncQdrantClient | None = None
         self._local_key: str | None = None
 
-    @classmethod
-    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
-        """Local mode under ``tmp_path``, or the server at ``RAGKIT_QDRANT_URL``."""
-        url = os.environ.get("RAGKIT_QDRANT_URL")
-        if not url:
-            return {"path": str(tmp_path / "qdrant")}
-        import pytest
-        from qdrant_client import QdrantClient
-
-        client = QdrantClient(url=url, timeout=3, check_compatibility=False)
-        try:
-            client.get_collections()
-        except Exception as exc:
-            pytest.skip(f"no Qdrant server answers at {url} (RAGKIT_QDRANT_URL): {exc}")
-        finally:
-            client.close()
-        return {"url": url}
-
     # -- where things are ----------------------------------------------------------
 
     @property
@@ -200,15 +180,12 @@ class QdrantVectorStore(VectorStore):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    async def open(self) -> None:
-        if self._open:
-            return
+    async def _open(self) -> None:
         self._client = self._connect()
-        self._open = True
         try:
             await self._ensure_collection()
         except BaseException:
-            await self.close()
+            await self._close()
             raise
 
     def _connect(self) -> AsyncQdrantClient:
@@ -237,10 +214,7 @@ class QdrantVectorStore(VectorStore):
             )
             raise StoreError(f"cannot open {self.location}: {type(exc).__name__}: {exc}; {hint}") from exc
 
-    async def close(self) -> None:
-        if not self._open:
-            return
-        self._open = False
+    async def _close(self) -> None:
         client, self._client = self._client, None
         key, self._local_key = self._local_key, None
         if key is not None:
@@ -307,9 +281,9 @@ class QdrantVectorStore(VectorStore):
         assert self._client is not None
         return self._client
 
-    async def drop(self) -> None:
+    async def _drop(self) -> None:
         from qdrant_client import models
-        self._check_open()
+
         await self._call(
             "drop",
             self.client.delete(
@@ -321,26 +295,18 @@ class QdrantVectorStore(VectorStore):
 
     # -- writes ----------------------------------------------------------------------
 
-    async def upsert(
-        self,
-        ids: Sequence[str],
-        vectors: np.ndarray | Sequence[Sequence[float]],
-        metadata: Sequence[Mapping[str, JSONScalar]] | None = None,
+    async def _upsert(
+        self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, JSONScalar]]
     ) -> None:
         from qdrant_client import models
-        self._check_open()
-        checked = self.check_upsert(ids, vectors, metadata)
-        if checked is None:
-            return
-        ids, matrix, metas = checked
-        check_metadata(metas)
-        m64 = matrix.astype(np.float64)
-        unit = (m64 / np.sqrt(np.einsum("ij,ij->i", m64, m64))[:, None]).astype(np.float32)
+
+        check_metadata(metadata)
+        unit = unit_rows(vectors)
         points = [
             models.PointStruct(
                 id=point_id(self.workspace, id_),
                 vector=unit[n].tolist(),
-                payload={**_plain(metas[n]), ID_KEY: id_, WORKSPACE_KEY: self.workspace},
+                payload={**metadata[n], ID_KEY: id_, WORKSPACE_KEY: self.workspace},
             )
             for n, id_ in enumerate(ids)
         ]
@@ -351,12 +317,10 @@ class QdrantVectorStore(VectorStore):
                 self.client.upsert(self.collection_name, points=points[start : start + step], wait=True),
             )
 
-    async def delete(self, ids: Iterable[str]) -> None:
+    async def _delete(self, ids: list[str]) -> None:
         from qdrant_client import models
-        self._check_open()
-        if isinstance(ids, str):
-            ids = [ids]
-        unique = list(dict.fromkeys(point_id(self.workspace, i) for i in ids if isinstance(i, str) and i))
+
+        unique = [point_id(self.workspace, i) for i in ids]
         step = self.options.batch_size
         for start in range(0, len(unique), step):
             await self._call(
@@ -370,18 +334,13 @@ class QdrantVectorStore(VectorStore):
 
     # -- reads -------------------------------------------------------------------------
 
-    async def count(self) -> int:
-        self._check_open()
+    async def _count(self) -> int:
         got = await self._call(
             "count", self.client.count(self.collection_name, count_filter=self._filter(), exact=True)
         )
         return got.count
 
-    def ids(self) -> AsyncIterator[str]:
-        self._check_open()
-        return self._iter_ids()
-
-    async def _iter_ids(self) -> AsyncIterator[str]:
+    async def _ids(self) -> AsyncIterator[str]:
         offset = None
         while True:
             points, offset = await self._call(
@@ -400,18 +359,15 @@ class QdrantVectorStore(VectorStore):
             if offset is None:
                 return
 
-    async def get(self, ids: Sequence[str]) -> list[VectorRecord | None]:
-        self._check_open()
-        ids = list(ids)
-        unique = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+    async def _get(self, ids: list[str]) -> dict[str, tuple[list[float], dict[str, Any]]]:
         found: dict[str, tuple[list[float], dict[str, Any]]] = {}
         step = self.options.batch_size
-        for start in range(0, len(unique), step):
+        for start in range(0, len(ids), step):
             points = await self._call(
                 "get",
                 self.client.retrieve(
                     self.collection_name,
-                    ids=[point_id(self.workspace, i) for i in unique[start : start + step]],
+                    ids=[point_id(self.workspace, i) for i in ids[start : start + step]],
                     with_payload=True,
                     with_vectors=True,
                 ),
@@ -421,74 +377,40 @@ class QdrantVectorStore(VectorStore):
                 if payload.get(WORKSPACE_KEY) != self.workspace:
                     continue
                 found[payload[ID_KEY]] = (list(point.vector), _user_metadata(payload))  # type: ignore[arg-type]
-        return self.records_in_order(ids, found)
+        return found
 
-    async def query(
-        self,
-        vector: np.ndarray | Sequence[float],
-        top_k: int,
-        *,
-        filter: Filter | None = None,
-        min_score: float | None = None,
+    async def _query(
+        self, unit: np.ndarray, top_k: int, filter: Filter | None, min_score: float | None
     ) -> list[VectorHit]:
         from qdrant_client import models
-        self._check_open()
-        q = self.check_query_args(vector, top_k)
+
         flt = to_filter(filter, self.workspace)
-        if top_k == 0 or flt is NO_MATCH:
+        if flt is NO_MATCH:
             return []
-        q64 = q.astype(np.float64)
-        q_unit = (q64 / np.linalg.norm(q64)).astype(np.float32).tolist()
+        q_unit = unit.astype(np.float32).tolist()
         params = None
         if self.mode == "server":
             params = models.SearchParams(hnsw_ef=self.options.hnsw_ef, exact=self.options.exact)
-        fetch = int(top_k) + _EXTRA
-        while True:
+
+        async def search(n: int) -> list[VectorHit]:
             got = await self._call(
                 "query",
                 self.client.query_points(
-                    self.collection_name,
-                    query=q_unit,
-                    query_filter=flt,
-                    search_params=params,
-                    limit=fetch,
-                    with_payload=True,
+                    self.collection_name, query=q_unit, query_filter=flt, search_params=params,
+                    limit=n, with_payload=True,
                 ),
             )
-            points = got.points
-            hits = [
+            return [
                 VectorHit(
                     id=p.payload[ID_KEY],
                     score=min(1.0, max(-1.0, float(p.score))),
                     metadata=_user_metadata(p.payload),
                 )
-                for p in points
+                for p in got.points
             ]
-            if min_score is not None:
-                hits = [h for h in hits if h.score >= min_score]
-            if not _may_tie_beyond(hits, [float(p.score) for p in points], fetch, int(top_k)):
-                return rank_hits(hits, int(top_k))
-            fetch *= 2
 
-
-def _plain(meta: Mapping[str, JSONScalar]) -> dict[str, JSONScalar]:
-    """Python scalars only (a numpy float64 is a float subclass)."""
-    out: dict[str, JSONScalar] = {}
-    for key, value in meta.items():
-        if isinstance(value, bool) or isinstance(value, str):
-            out[key] = value
-        else:
-            out[key] = int(value) if isinstance(value, int) else float(value)
-    return out
+        return await search_past_ties(search, top_k, min_score)
 
 
 def _user_metadata(payload: Mapping[str, Any]) -> dict[str, JSONScalar]:
     return {k: v for k, v in payload.items() if k not in (ID_KEY, WORKSPACE_KEY)}
-
-
-def _may_tie_beyond(hits: list[VectorHit], scores: list[float], fetch: int, top_k: int) -> bool:
-    """Whether points past the ``fetch`` returned could tie with the k-th hit."""
-    if len(scores) < fetch or len(hits) < top_k:
-        return False  # every eligible point came back, or min_score cut the rest
-    kth = sorted((h.score for h in hits), reverse=True)[top_k - 1]
-    return min(scores) >= kth - _TIE

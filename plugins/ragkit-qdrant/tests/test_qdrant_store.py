@@ -21,6 +21,7 @@ from qdrant_client import AsyncQdrantClient, models
 
 from ragkit.errors import ConfigError, DimensionMismatchError, InvalidValueError, StoreError
 from ragkit.protocols import StoreConfig
+from ragkit.testing.contracts.options import contract_options
 from ragkit_qdrant import store as store_module
 from ragkit_qdrant._filter import ID_KEY, WORKSPACE_KEY
 from ragkit_qdrant.store import ID_NAMESPACE, QdrantVectorStore, point_id
@@ -112,12 +113,13 @@ def test_modes_and_default_path(tmp_path):
 
 def test_contract_options(tmp_path, monkeypatch):
     """Local mode under tmp_path by default; RAGKIT_QDRANT_URL selects a server,
-    and skips with a clear reason when none answers."""
+    and skips with a clear reason when none answers. The options come from the
+    test side (``ragkit_qdrant.testing``, in the ``ragkit.testing`` entry points)."""
     monkeypatch.delenv("RAGKIT_QDRANT_URL", raising=False)
-    assert QdrantVectorStore.contract_options(tmp_path) == {"path": str(tmp_path / "qdrant")}
+    assert contract_options("vector", "qdrant", tmp_path) == {"path": str(tmp_path / "qdrant")}
     monkeypatch.setenv("RAGKIT_QDRANT_URL", "http://127.0.0.1:1")
     with pytest.raises(pytest.skip.Exception, match="no Qdrant server answers at http://127.0.0.1:1"):
-        QdrantVectorStore.contract_options(tmp_path)
+        contract_options("vector", "qdrant", tmp_path)
 
 
 # -- ids ---------------------------------------------------------------------------------

@@ -16,12 +16,9 @@ nothing scans the keyspace (no ``KEYS``, no ``SCAN``).
 
 from __future__ import annotations
 
-import os
 import re
-import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -63,34 +60,8 @@ def encode_key(key: str) -> bytes:
         raise InvalidValueError(f"key {key[:40]!r} is not valid Unicode (lone surrogate)") from exc
 
 
-def storable(key: object) -> bool:
-    if not isinstance(key, str) or not key:
-        return False
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def chunked(items: list[Any], size: int) -> Iterator[list[Any]]:
     return (items[i:i + size] for i in range(0, len(items), size))
-
-
-def reachable_url(env: str, hint: str) -> str:
-    """``contract_options`` helper: the URL in ``env``, or ``pytest.skip``."""
-    import pytest
-
-    url = os.environ.get(env)
-    if not url:
-        pytest.skip(f"set {env} ({hint})")
-    parsed = urlparse(url)
-    try:
-        with socket.create_connection((parsed.hostname or "localhost", parsed.port or 6379), timeout=2):
-            pass
-    except OSError as exc:
-        pytest.skip(f"{env}={url} does not accept connections: {exc}")
-    return url
 
 
 class RedisStore(BaseStore):
@@ -106,22 +77,13 @@ class RedisStore(BaseStore):
         self._record_prefix = f"{self.base}:r:".encode()
         self._client: Any = None
 
-    @classmethod
-    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
-        """Options for ragkit's contract run: the server at ``RAGKIT_REDIS_URL``."""
-        url = reachable_url(
-            "RAGKIT_REDIS_URL",
-            "e.g. redis://127.0.0.1:6379/0 after `plugins/ragkit-redis/scripts/redis-server start`",
-        )
-        return {"url": url}
-
     def record_key(self, key: str) -> bytes:
         return self._record_prefix + encode_key(key)
 
     @property
     def client(self) -> Any:
         """The ``redis.asyncio.Redis`` client (open stores only)."""
-        self._check_open()
+        assert self._client is not None, "the store is open, so it has a client"
         return self._client
 
     @asynccontextmanager
@@ -147,9 +109,7 @@ class RedisStore(BaseStore):
             return self.options.url.replace(f":{parsed.password}@", ":****@")
         return self.options.url
 
-    async def open(self) -> None:
-        if self._open:
-            return
+    async def _open(self) -> None:
         from redis.asyncio import Redis
 
         try:
@@ -168,15 +128,8 @@ class RedisStore(BaseStore):
             await client.aclose()
             raise
         self._client = client
-        self._open = True
 
-    async def flush(self) -> None:
-        self._check_open()  # every call is applied when it returns
-
-    async def close(self) -> None:
-        if not self._open:
-            return
-        self._open = False
+    async def _close(self) -> None:  # nothing to flush: every call is applied when it returns
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
@@ -188,12 +141,35 @@ class RedisStore(BaseStore):
             members = await self.client.zrangebylex(index, start, b"+", start=0, num=count)
         return [m.decode("utf-8") for m in members]
 
-    async def drop_indexed(self, indexes: list[bytes]) -> None:
-        """Delete every record listed in ``indexes[0]``, then the indexes, a page at a time."""
-        size = self.options.batch_size
+    @property
+    def indexes(self) -> list[bytes]:
+        """The sorted sets that list this store's records, ``ids_key`` first."""
+        return [self.ids_key]
+
+    async def fetch(self, keys: list[str]) -> dict[str, bytes]:
+        """``{key: stored bytes}`` of the records among ``keys``: one ``MGET`` per batch."""
+        found: dict[str, bytes] = {}
+        async with self.errors("read records"):
+            for part in chunked(keys, self.options.batch_size):
+                values = await self.client.mget([self.record_key(k) for k in part])
+                found.update((k, v) for k, v in zip(part, values) if v is not None)
+        return found
+
+    async def _delete(self, keys: list[str]) -> None:
+        members = [k.encode("utf-8") for k in keys]
+        async with self.errors("delete records"):
+            async with self.client.pipeline(transaction=True) as pipe:
+                pipe.unlink(*(self.record_key(k) for k in keys))
+                for index in self.indexes:
+                    pipe.zrem(index, *members)
+                await pipe.execute()
+
+    async def _drop(self) -> None:
+        """Delete every record listed in ``ids_key``, then the indexes, a page at a time."""
+        size, indexes = self.options.batch_size, self.indexes
         while True:
             async with self.errors("drop"):
-                members = await self.client.zrange(indexes[0], 0, size - 1)
+                members = await self.client.zrange(self.ids_key, 0, size - 1)
                 if not members:
                     await self.client.delete(*indexes)
                     return

@@ -8,14 +8,12 @@ index with ``ZRANGEBYLEX`` from the last key seen.
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import AsyncIterator
+from typing import ClassVar
 
-from ragkit.errors import InvalidValueError
 from ragkit.protocols.base import Capability
-from ragkit.protocols.kv import KVStore, encode_record
-from ragkit_redis._base import RedisOptions, RedisStore, chunked, storable
+from ragkit.protocols.kv import KVStore
+from ragkit_redis._base import RedisOptions, RedisStore
 
 
 class RedisKVStore(RedisStore, KVStore):
@@ -30,57 +28,21 @@ class RedisKVStore(RedisStore, KVStore):
     )
     Options: ClassVar[type[RedisOptions]] = RedisOptions
 
-    async def get_many(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
-        client = self.client
-        keys = list(keys)
-        wanted = list(dict.fromkeys(k for k in keys if storable(k)))
-        found: dict[str, bytes] = {}
-        async with self.errors("read records"):
-            for part in chunked(wanted, self.options.batch_size):
-                values = await client.mget([self.record_key(k) for k in part])
-                found.update((k, v) for k, v in zip(part, values) if v is not None)
-        # json.loads per asked position: a key asked twice gives two dicts.
-        return [json.loads(found[k]) if isinstance(k, str) and k in found else None for k in keys]
+    async def _get_many(self, keys: list[str]) -> dict[str, bytes]:
+        return await self.fetch(keys)
 
-    async def upsert(self, records: Mapping[str, Mapping[str, Any]]) -> None:
-        client = self.client
-        if not isinstance(records, Mapping):
-            raise InvalidValueError(
-                f"upsert takes a mapping of key -> record, got {type(records).__name__}"
-            )
-        # Validate and serialise the whole batch before writing anything.
-        pairs = {self.record_key(k): encode_record(k, v).encode("utf-8") for k, v in records.items()}
-        if not pairs:
-            return
+    async def _upsert(self, records: dict[str, str]) -> None:
         async with self.errors("write records"):
-            async with client.pipeline(transaction=True) as pipe:
-                pipe.mset(pairs)
+            async with self.client.pipeline(transaction=True) as pipe:
+                pipe.mset({self.record_key(k): v.encode("utf-8") for k, v in records.items()})
                 pipe.zadd(self.ids_key, {k.encode("utf-8"): 0 for k in records})
                 await pipe.execute()
 
-    async def delete(self, keys: Iterable[str]) -> None:
-        client = self.client
-        if isinstance(keys, str):
-            keys = [keys]
-        wanted = list(dict.fromkeys(k for k in keys if storable(k)))
-        if not wanted:
-            return
-        async with self.errors("delete records"):
-            async with client.pipeline(transaction=True) as pipe:
-                pipe.unlink(*(self.record_key(k) for k in wanted))
-                pipe.zrem(self.ids_key, *(k.encode("utf-8") for k in wanted))
-                await pipe.execute()
-
-    async def count(self) -> int:
-        client = self.client
+    async def _count(self) -> int:
         async with self.errors("count records"):
-            return int(await client.zcard(self.ids_key))
+            return int(await self.client.zcard(self.ids_key))
 
-    def keys(self) -> AsyncIterator[str]:
-        self._check_open()
-        return self._iter_keys()
-
-    async def _iter_keys(self) -> AsyncIterator[str]:
+    async def _keys(self) -> AsyncIterator[str]:
         # Keyset pages of the index: a key present for the whole iteration is
         # yielded exactly once, whatever other tasks write meanwhile.
         last: str | None = None
@@ -92,7 +54,3 @@ class RedisKVStore(RedisStore, KVStore):
             if len(page) < size:
                 return
             last = page[-1]
-
-    async def drop(self) -> None:
-        self._check_open()
-        await self.drop_indexed([self.ids_key])

@@ -16,13 +16,14 @@ import pytest_asyncio
 
 from ragkit.protocols import StoreConfig
 from ragkit_redis import RedisDocStatusStore, RedisKVStore
+from ragkit_redis.testing import redis_options
 
 
 @pytest.fixture
 def redis_url() -> str:
     required = {p.strip() for p in os.environ.get("RAGKIT_CONTRACT_REQUIRE", "").split(",")}
     try:
-        return RedisKVStore.contract_options(None)["url"]  # type: ignore[arg-type]
+        return redis_options()["url"]
     except pytest.skip.Exception as exc:
         if required & {"kv:redis", "doc_status:redis"}:
             pytest.fail(f"Redis is required (RAGKIT_CONTRACT_REQUIRE) but: {exc.msg}")

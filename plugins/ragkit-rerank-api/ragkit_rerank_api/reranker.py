@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -87,18 +86,6 @@ class RerankAPI(RemoteModel):
         self.key_required_at_default_url = True
         self.model = self.options.model or flavor["model"]
         self.model_id = model_identity(self.options.flavor, self.model)
-
-    @classmethod
-    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
-        """The contract runs against the loopback server in ``ragkit_rerank_api.testing``."""
-        from ragkit_rerank_api.testing import TEST_KEY, shared_server
-
-        return {
-            "base_url": shared_server().url,
-            "api_key": TEST_KEY,
-            "model": "fake-rerank",
-            "max_retries": 1,
-        }
 
     def model_name(self) -> str:
         return self.model

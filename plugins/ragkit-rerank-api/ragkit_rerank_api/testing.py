@@ -12,6 +12,7 @@ answers ``{"results": [{"index", "relevance_score"}]}`` plus Cohere's
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from ragkit.testing.http_server import LoopbackServer, Recorded, Reply, Route, count_tokens, fake_relevance
@@ -65,3 +66,12 @@ class RerankServer(LoopbackServer):
 def shared_server() -> RerankServer:
     """The process's server for the contract suite (key ``TEST_KEY``)."""
     return RerankServer.shared(api_key=TEST_KEY)
+
+
+def reranker_options(tmp_path: Path | None = None) -> dict[str, Any]:
+    """``rerank-api`` options for ragkit's contract run: the loopback server."""
+    return {"base_url": shared_server().url, "api_key": TEST_KEY, "model": "fake-rerank", "max_retries": 1}
+
+
+CONTRACT_OPTIONS = {"reranker:rerank-api": reranker_options}
+"""What ragkit's contract run tests the adapter with (the ``ragkit.testing`` entry point)."""

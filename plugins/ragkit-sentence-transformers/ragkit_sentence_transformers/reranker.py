@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -58,14 +57,6 @@ class CrossEncoderReranker(ModelAdapter):
         self.source = _loading.resolve(self.options.model)
         suffix = f":max_length={self.options.max_length}" if self.options.max_length else ""
         self.model_id = f"cross-encoder:{self.source.label}{suffix}"
-
-    @classmethod
-    def contract_options(cls, tmp_path: Path) -> dict[str, Any]:
-        """For ragkit's contract suite: a tiny cross-encoder built locally (no
-        cross-encoder can be had offline), once per process; see ``testing``."""
-        from ragkit_sentence_transformers.testing import tiny_cross_encoder
-
-        return {"model": str(tiny_cross_encoder())}
 
     def _loaded(self) -> _loading.Loaded:
         return _loading.load("CrossEncoder", self.source, self.options.device, _load_model)

@@ -31,6 +31,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -172,3 +173,13 @@ def tiny_cross_encoder() -> Path:
             atexit.register(shutil.rmtree, root, ignore_errors=True)
             _built = build_overlap_cross_encoder(root / "model")
         return _built
+
+
+def cross_encoder_options(tmp_path: Path | None = None) -> dict[str, Any]:
+    """``cross-encoder`` options for ragkit's contract run: a tiny cross-encoder
+    built locally (no cross-encoder can be had offline), once per process."""
+    return {"model": str(tiny_cross_encoder())}
+
+
+CONTRACT_OPTIONS = {"reranker:cross-encoder": cross_encoder_options}
+"""What ragkit's contract run tests the adapter with (the ``ragkit.testing`` entry point)."""

@@ -35,18 +35,10 @@ Rules the classes enforce:
 Running every contract against every installed adapter (``tests/contract`` in
 ragkit's repository) builds each adapter from its registered class. Embedded
 adapters need nothing; an adapter that needs options to run (a server URL,
-credentials from the environment) defines an optional classmethod::
-
-    class MyGraph(GraphStore):
-        @classmethod
-        def contract_options(cls, tmp_path: Path) -> dict:
-            url = os.environ.get("MYGRAPH_TEST_URL")
-            if not url:
-                pytest.skip("set MYGRAPH_TEST_URL to run the contract against a server")
-            return {"url": url}
-
-whose result becomes ``StoreConfig.options`` (or the model's options). A skip
-there means "backend unreachable"; adapters listed in
+credentials from the environment) registers them on the test side, never on
+its class: see ``ragkit.testing.contracts.options`` (a ``"kind:name"`` ->
+``options(tmp_path)`` mapping in the ``ragkit.testing`` entry-point group). A
+skip there means "backend unreachable"; adapters listed in
 ``RAGKIT_CONTRACT_REQUIRE=kind:name,...`` fail instead of skipping.
 
 ``python -m ragkit.testing.contracts`` prints how many tests each contract has.
@@ -62,6 +54,7 @@ pytest.register_assert_rewrite(
     "ragkit.testing.contracts.graph",
     "ragkit.testing.contracts.kv",
     "ragkit.testing.contracts.models",
+    "ragkit.testing.contracts.options",
     "ragkit.testing.contracts.vector",
 )
 
@@ -76,6 +69,7 @@ from ragkit.testing.contracts.doc_status import DocStatusStoreContract  # noqa: 
 from ragkit.testing.contracts.graph import GraphStoreContract  # noqa: E402
 from ragkit.testing.contracts.kv import KVStoreContract  # noqa: E402
 from ragkit.testing.contracts.models import EmbedderContract, LLMContract, RerankerContract  # noqa: E402
+from ragkit.testing.contracts.options import contract_options  # noqa: E402
 from ragkit.testing.contracts.vector import VectorStoreContract  # noqa: E402
 
 __all__ = [
@@ -88,6 +82,7 @@ __all__ = [
     "RerankerContract",
     "SKIP_PREFIX",
     "VectorStoreContract",
+    "contract_options",
     "contract_test_names",
     "machine_budget",
     "needs",

@@ -388,8 +388,9 @@ class KVLifecycleTests:
         ``StoreClosedError``; ``async with`` opens and closes it; a closed store
         opens again (and two instances are never open at once here).
 
-        Troubleshoot: call ``self._check_open()`` at the start of every method
-        (``keys()`` included, before returning the iterator).
+        Troubleshoot: the protocol's public methods check this; a store that
+        fails here replaces one (``@bypass_template``) without ``self._check_open()``
+        first, or its ``_open``/``_close`` hooks leave a connection half made.
         """
         never_opened = type(adapter)(adapter.config)
         with pytest.raises(StoreClosedError):
