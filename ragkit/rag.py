@@ -15,14 +15,14 @@ from typing import Any, TypeVar
 from ragkit.backends import build_model
 from pydantic import ValidationError
 
+from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.stores import Stores
 from ragkit.errors import ConfigError, InvalidValueError, describe_validation_error
 from ragkit.offline import default_llm
 from ragkit.pipeline.index import IndexConfig, Indexer, IndexReport, Progress
-from ragkit.pipeline.llm_cache import CachedLLM
 from ragkit.pipeline.load import LoadReport, load_documents
 from ragkit.pipeline.edit import CustomKG, CustomKGReport, GraphEditor
 from ragkit.pipeline.export import ExportSummary, export_graph
-from ragkit.pipeline.stores import Stores
 from ragkit.plugins import create_model
 from ragkit.protocols import LLM, Embedder, Reranker, Tokenizer
 from ragkit.query.engine import Querier

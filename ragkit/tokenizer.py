@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from ragkit.errors import ConfigError
-from ragkit.protocols.models import ChatRequest, ModelAdapter, Tokenizer
+from ragkit.protocols.models import ModelAdapter
 
 _URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
 _SHIPPED = ("cl100k_base", "o200k_base")
@@ -89,10 +89,3 @@ class TiktokenTokenizer(ModelAdapter):
 
     def count(self, text: str) -> int:
         return len(self.encode(text))
-
-
-def request_tokens(tokenizer: Tokenizer, request: ChatRequest) -> int:
-    """Tokens of a request's texts (system, history, prompt); a provider's few
-    tokens of chat framing per message are not included."""
-    texts = [request.system or "", *(m.content for m in request.history), request.prompt]
-    return sum(tokenizer.count(t) for t in texts if t)

@@ -39,14 +39,14 @@ from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.core.extraction import ChunkExtraction
+from ragkit.core.keys import Pair, entity_key, relation_key
+from ragkit.core.stores import Stores
 from ragkit.errors import ElementExistsError, ElementNotFoundError, GraphEditError
 from ragkit.ids import digest
-from ragkit.pipeline.extract import ChunkExtraction
 from ragkit.pipeline.extract import combine_extractions as combine_fragments
-from ragkit.pipeline.graph_update import Changes, GraphUpdater, Pair, embed_all
+from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
 from ragkit.pipeline.index import chunk_meta, chunk_record
-from ragkit.pipeline.merge import entity_key, relation_key
-from ragkit.pipeline.stores import Stores
 from ragkit.query.lines import public_properties
 from ragkit.schema import Chunk, DocStatus, DocStatusRecord, Entity, Relation
 

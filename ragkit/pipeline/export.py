@@ -23,8 +23,8 @@ from typing import IO, Any, Literal, get_args
 
 from pydantic import BaseModel
 
+from ragkit.core.stores import Stores
 from ragkit.errors import ExportError
-from ragkit.pipeline.stores import Stores
 from ragkit.query.lines import public_properties
 from ragkit.schema import Edge, Node
 

@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ragkit import ids
-from ragkit.pipeline.extract import ChunkExtraction
-from ragkit.pipeline.merge import Fragment, Merger, entity_key, relation_key
-from ragkit.pipeline.stores import Stores
+from ragkit.core.extraction import ChunkExtraction, Fragment
+from ragkit.core.keys import Pair, entity_key, relation_key
+from ragkit.core.stores import Stores
+from ragkit.pipeline.merge import Merger
 from ragkit.protocols import Embedder
 from ragkit.query.lines import LINE_TOKENS, entity_line_count, relation_line_count
-
-Pair = tuple[str, str]
 
 
 @dataclass

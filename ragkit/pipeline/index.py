@@ -17,13 +17,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.stores import Stores
 from ragkit.pipeline.chunk import get_chunker
 from ragkit.pipeline.config import IndexConfig
 from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
 from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
-from ragkit.pipeline.llm_cache import CachedLLM
 from ragkit.pipeline.merge import Merger
-from ragkit.pipeline.stores import Stores
 from ragkit.protocols import Embedder, Tokenizer
 from ragkit.query.lines import LINE_TOKENS, chunk_line_count
 from ragkit.schema import Chunk, DocStatus, DocStatusRecord, Document, utcnow

@@ -13,10 +13,10 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.stores import Stores
+from ragkit.core.tokens import request_tokens
 from ragkit.errors import ConfigError, InvalidValueError
-from ragkit.pipeline.llm_cache import CachedLLM
-from ragkit.pipeline.merge import MergeConfig, Merger
-from ragkit.pipeline.stores import Stores
 from ragkit.protocols import ChatRequest, Embedder, Reranker, Tokenizer
 from ragkit.query.answer import build_answer_request, build_bypass_request
 from ragkit.query.context import Budget, Context, build_context, rank_graph_chunks
@@ -26,7 +26,6 @@ from ragkit.query.keywords import Keywords, extract_keywords
 from ragkit.query.scope import Restrictor, resolve_scope
 from ragkit.query.search import Searcher, keyword_text
 from ragkit.schema import QueryParam, QueryResult, Reference
-from ragkit.tokenizer import request_tokens
 
 
 ENTITY_MODES = ("local", "hybrid", "mix")
@@ -96,7 +95,7 @@ class Querier:
 
     async def _searcher(self, param: QueryParam) -> Searcher:
         scope = await resolve_scope(self.stores, param.doc_ids, param.doc_filter)
-        restrictor = Restrictor(self.stores, Merger(None, self.tokenizer, MergeConfig()), scope) if scope else None
+        restrictor = Restrictor(self.stores, scope) if scope else None
         return Searcher(self.stores, self.embedder, scope, restrictor)
 
     async def _search(

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
+from ragkit.core.extraction import ChunkExtraction
+from ragkit.core.tokens import request_tokens
 from ragkit.errors import ConfigError, InvalidValueError
-from ragkit.pipeline.extract import ChunkExtraction
 from ragkit.query.answer import build_answer_request
 from ragkit.schema import QueryParam
 from ragkit.testing import ScriptedLLM
-from ragkit.tokenizer import request_tokens
 
 from .conftest import make_rag, supporting_titles
 
