@@ -7,9 +7,10 @@ indexing those sources from scratch.
 
 Descriptions from different sources are kept as separate lines, so that
 "project A is delayed" and "project B started a supplier review" never blur
-into one claim. Only when the lines pass a token or count threshold does an LLM
-summarise them (map-reduce when they do not fit one call), with a prompt that
-forbids merging facts about different subjects.
+into one claim (the pure merge, shared with the query side, is in
+``ragkit.core.extraction``). Only when the lines pass a token or count
+threshold does an LLM summarise them (map-reduce when they do not fit one
+call), with a prompt that forbids merging facts about different subjects.
 """
 
 from __future__ import annotations
