@@ -110,33 +110,36 @@ def build_context(
     builder = _Builder(counts or TokenCounts.of(tokenizer), budget)
     ents = builder.prefix(entities, ENTITY_HEADER, budget.entity_tokens)
     rels = builder.prefix(relations, RELATION_HEADER, budget.relation_tokens)
-    fitted: tuple[Context, list[EntityItem], list[RelationItem]] | None = None
-    while True:
-        chosen = builder.choose(ents, rels, chunks)
-        kept_e = [e for e in ents if set(e.sources) & chosen]
-        kept_r = [r for r in rels if set(r.sources) & chosen]
-        context = builder.render(kept_e, kept_r, [c for c in chunks if c.id in chosen])
-        over = context.prompt_tokens - budget.total_tokens
-        # Estimates are not counts: trim what is over and render again...
-        if context.tokens["entities"] > budget.entity_tokens:
-            ents = ents[:-1]
-        elif context.tokens["relations"] > budget.relation_tokens:
-            rels = rels[:-1]
-        elif over > 0 and chosen:
-            builder.give_back += over
-        elif fitted is None and over < 0 and -over >= builder.smallest(c for c in chunks if c.id not in chosen):
-            # ...and once, give what the reserves for references left unused to more chunks.
-            fitted = context, ents, rels
-            builder.give_back += over
-        else:
-            break
-    if fitted is not None and len(fitted[0].chunks) > len(context.chunks):  # more room, fewer chunks: undo
-        context, ents, rels = fitted
-        context = builder.render(context.entities, context.relations, context.chunks)
+    context, ents, rels = _fit(builder, ents, rels, chunks)
+    # The refs reserves mostly go unused: once, give the room to more chunks.
+    room = budget.total_tokens - context.prompt_tokens - builder.reserve_left
+    shown = {c.id for c in context.chunks}
+    if room >= builder.smallest(c for c in chunks if c.id not in shown):
+        builder.give_back -= room
+        more = builder.render_chosen(ents, rels, chunks)
+        if builder.fits(more) and len(more.chunks) > len(context.chunks):
+            context = more
+        else:  # the first fit again (its lines are kept: no new rendering), references renumbered
+            context = builder.render(context.entities, context.relations, context.chunks)
     _show_support(context)
     context.dropped_unsupported = len(ents) - len(context.entities) + len(rels) - len(context.relations)
     context.truncated = {"entities": len(entities) - len(ents), "relations": len(relations) - len(rels)}
     return context
+
+
+def _fit(builder: _Builder, ents: list[EntityItem], rels: list[RelationItem], chunks: list[ChunkItem]
+         ) -> tuple[Context, list[EntityItem], list[RelationItem]]:
+    """Choose and render until every budget holds: estimates are not counts."""
+    while True:
+        context = builder.render_chosen(ents, rels, chunks)
+        if context.tokens["entities"] > builder.budget.entity_tokens:
+            ents = ents[:-1]
+        elif context.tokens["relations"] > builder.budget.relation_tokens:
+            rels = rels[:-1]
+        elif (over := context.prompt_tokens - builder.budget.total_tokens) > 0 and context.chunks:
+            builder.give_back += over
+        else:
+            return context, ents, rels
 
 
 class _Builder:
@@ -148,6 +151,7 @@ class _Builder:
         self._lines: dict[Hashable, Line] = {}
         self._units: dict[tuple[Hashable, str], int] = {}
         self._reserves: dict[int, int] = {}
+        self.reserve_left = 0
         self._ref_reserve = counts.count(chunk_line(ChunkItem("", "", "", None, ""), RESERVED_REFERENCE).parts[0])
 
     # -- estimates, for choosing ----------------------------------------------------
@@ -157,15 +161,17 @@ class _Builder:
         are known: the part of the line that does not depend on them, counted,
         plus a reserve for them (a chunk: also for its reference line)."""
         key = id(item)  # items outlive the build; ids stay unique meanwhile
-        if key not in self._estimates:
+        found = self._estimates.get(key)  # the hot path: choosing asks again and again
+        if found is None:
             if isinstance(item, ChunkItem):  # the rendered line's part after its ref, and its line break
                 rest = chunk_line(item, 0).parts[1] + "\n"
                 reference = _reference_line(RESERVED_REFERENCE, item.doc_id, item.file_path) + "\n"
-                self._estimates[key] = self.counts.count(rest) + self._ref_reserve + self.counts.count(reference)
+                found = self.counts.count(rest) + self._ref_reserve + self.counts.count(reference)
             else:  # the rendered line's part before its refs, and the most refs it can show
                 head = graph_line(item, []).parts[0]
-                self._estimates[key] = self.counts.count(head) + self._refs_reserve(len(set(item.sources)))
-        return self._estimates[key]
+                found = self.counts.count(head) + self._refs_reserve(len(set(item.sources)))
+            self._estimates[key] = found
+        return found
 
     def _refs_reserve(self, sources: int) -> int:
         """Tokens of the ``refs`` member of a line with this many sources, and its line break."""
@@ -187,6 +193,18 @@ class _Builder:
             kept.append(item)
             used += cost
         return kept
+
+    def render_chosen(self, ents: list[EntityItem], rels: list[RelationItem], chunks: list[ChunkItem]) -> Context:
+        """The chunks that fit the estimates, and the entities and relations they support."""
+        chosen = self.choose(ents, rels, chunks)
+        kept_e = [e for e in ents if not chosen.isdisjoint(e.sources)]
+        kept_r = [r for r in rels if not chosen.isdisjoint(r.sources)]
+        return self.render(kept_e, kept_r, [c for c in chunks if c.id in chosen])
+
+    def fits(self, context: Context) -> bool:
+        return (context.tokens["entities"] <= self.budget.entity_tokens
+                and context.tokens["relations"] <= self.budget.relation_tokens
+                and context.prompt_tokens <= self.budget.total_tokens)
 
     def choose(self, ents: list[EntityItem], rels: list[RelationItem], chunks: list[ChunkItem]) -> set[str]:
         graph_tokens = self._section_tokens(ents, ENTITY_HEADER) + self._section_tokens(rels, RELATION_HEADER)
@@ -238,6 +256,10 @@ class _Builder:
             "relations": (RELATION_HEADER, [self._line(graph_line, r, cited(r)) for r in rels]),
             "chunks": (CHUNK_HEADER, [self._line(chunk_line, c, c.reference) for c in chunks]),
         }
+        # What the estimates reserved for the graph lines' refs and they did not use.
+        self.reserve_left = sum(self.estimate(item) - self._unit(line, "\n")
+                                for items, (_, lines) in ((ents, rows["entities"]), (rels, rows["relations"]))
+                                for item, line in zip(items, lines))
         sections = {name: _fenced(header, lines) for name, (header, lines) in rows.items() if lines}
         if references:
             sections["references"] = [plain_line(REFERENCE_HEADER),
@@ -273,9 +295,10 @@ class _Builder:
 
     def _unit(self, line: Line, end: str) -> int:
         key = (line.key, end)
-        if key not in self._units:
-            self._units[key] = self.counts.joined([*line.parts, end])
-        return self._units[key]
+        found = self._units.get(key)
+        if found is None:
+            found = self._units[key] = self.counts.joined([*line.parts, end])
+        return found
 
     def _added(self, text: str, tokens: int) -> int:
         """What the context adds to the prompt: its own count where a token

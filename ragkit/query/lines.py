@@ -24,11 +24,21 @@ REF = "ref"
 """The first member of a chunk row: its document's reference number."""
 
 
-_JSON = json.JSONEncoder(ensure_ascii=False)  # json.dumps(row, ensure_ascii=False), without a new encoder per row
+def _not_serialisable(value: object) -> None:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# json.dumps(row, ensure_ascii=False) builds an encoder per call; a query renders
+# hundreds of rows, so the stdlib's own C encoder is made once (same output,
+# tests/query/test_query.py), or json's Python one where there is no C one.
+_C_ENCODE = json.encoder.c_make_encoder and json.encoder.c_make_encoder(
+    None, _not_serialisable, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def render(row: dict[str, Any]) -> str:
-    return _JSON.encode(row)
+    """``json.dumps(row, ensure_ascii=False)``."""
+    return "".join(_C_ENCODE(row, 0)) if _C_ENCODE else _JSON.encode(row)
 
 
 @dataclass(frozen=True, slots=True)

@@ -375,6 +375,8 @@ def test_lines_are_json_of_their_rows_and_cut_where_the_numbers_start():
             assert head + tail == line and json.loads("{" + tail[1:]) == {"refs": refs}
             heads.add(head)
         assert len(heads) == 1, "the part before the refs does not depend on them"
+    tricky = {"a": 'quote " backslash \\ tab \t nul \x00 é 漢 🙂 \u2028 \ud800', "n": [1, -2, 10**20], "e": ""}
+    assert render(tricky) == json.dumps(tricky, ensure_ascii=False)
     chunk = ChunkItem("c", '{"ref": 0, "content": 1}, "x"\n', "d", None, "chunk_vectors")
     rests = set()
     for n in (0, 1, 9, 123):
