@@ -47,15 +47,15 @@ from pydantic import ValidationError
 
 from ragkit._loop_thread import LoopThread, await_on, call_on, iterate_on, relay_from
 from ragkit.backends import build_model
+from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.stores import Stores
 from ragkit.errors import InvalidValueError, describe_validation_error
 from ragkit.offline import default_llm
 from ragkit.pipeline.edit import CustomKG, CustomKGReport, GraphEditor
 from ragkit.pipeline.documents import DocumentPage, list_documents, resolve_documents
 from ragkit.pipeline.export import ExportSummary, export_graph
 from ragkit.pipeline.index import IndexConfig, Indexer, IndexReport, Progress
-from ragkit.pipeline.llm_cache import CachedLLM
 from ragkit.pipeline.load import LoadReport, load_documents
-from ragkit.pipeline.stores import Stores
 from ragkit.plugins import create_model
 from ragkit.protocols import LLM, Embedder, Reranker, Tokenizer
 from ragkit.query.engine import Querier

@@ -21,10 +21,19 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from ragkit.errors import ConfigError
-from ragkit.protocols.models import ChatRequest, ModelAdapter, Tokenizer
+from ragkit.protocols.models import ModelAdapter
 
 _URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
 _SHIPPED = ("cl100k_base", "o200k_base")
+_CHECKED_PATTERNS = frozenset({
+    # cl100k_base, as tiktoken 0.14 has it
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+    # o200k_base
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"""
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"""
+    r"""\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+})
+"""The split patterns ``TiktokenTokenizer.splits_between`` was proven for."""
 
 
 def _cache_dir() -> Path:
@@ -80,6 +89,7 @@ class TiktokenTokenizer(ModelAdapter):
         super().__init__(options)
         self._enc = _encoding(self.options.encoding)
         self.name = f"tiktoken:{self.options.encoding}"
+        self._checked = getattr(self._enc, "_pat_str", None) in _CHECKED_PATTERNS
 
     def encode(self, text: str) -> list[int]:
         return self._enc.encode(text, disallowed_special=())
@@ -90,9 +100,26 @@ class TiktokenTokenizer(ModelAdapter):
     def count(self, text: str) -> int:
         return len(self.encode(text))
 
+    def splits_between(self, before: str, after: str) -> bool:
+        r"""Whether no token of this encoding ever spans the characters
+        ``before`` and ``after`` (``ragkit.core.tokens.splits_between``): true
+        before a space that follows a non-space, and after a line break
+        followed by a non-space (but ``/``), for the encodings checked here.
 
-def request_tokens(tokenizer: Tokenizer, request: ChatRequest) -> int:
-    """Tokens of a request's texts (system, history, prompt); a provider's few
-    tokens of chat framing per message are not included."""
-    texts = [request.system or "", *(m.content for m in request.history), request.prompt]
-    return sum(tokenizer.count(t) for t in texts if t)
+        tiktoken cuts a text into pieces with its encoding's pattern and encodes
+        each piece alone. In cl100k_base's and o200k_base's patterns a piece
+        holds a space only at its start or among other whitespace, and never a
+        non-space after a line break, except o200k_base's ``[\r\n/]*`` tail of
+        punctuation. So no piece spans such a pair, and where a piece ends there
+        does not depend on what follows the pair (a space or a non-space ends
+        every run alike; a whitespace run ending in a line break is one piece,
+        as ``\s++$`` at the end of a text or ``\s*[\r\n]`` before more text).
+        ``tests/core/test_tokens.py`` checks it on random texts.
+        """
+        if not self._checked:
+            return False  # a pattern nobody checked: promise nothing
+        if after == " ":
+            return not before.isspace()
+        if before == "\n":
+            return not after.isspace() and after != "/"
+        return False

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.core.tokens import request_tokens
 from ragkit.offline import answer as answers
 from ragkit.offline import keywords
 from ragkit.offline.extract import extraction_rows
@@ -26,7 +27,7 @@ from ragkit.pipeline.prompts import COMPLETE_MARKER, DEFAULT_ENTITY_TYPES, chunk
 from ragkit.protocols.base import Capability
 from ragkit.protocols.models import ChatRequest, Completion, ModelAdapter, Usage
 from ragkit.query.keywords import KEYWORDS_SYSTEM
-from ragkit.tokenizer import TiktokenTokenizer, request_tokens
+from ragkit.tokenizer import TiktokenTokenizer
 
 RULES_VERSION = "offline-rules-v1"
 """Part of ``model_id`` and so of every cache key: bump it whenever a rule

@@ -17,13 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ragkit import ids
+from ragkit.core.stores import Stores
 from ragkit.pipeline.graph_update import (
     Changes,
     GraphUpdater,
     write_entity_vectors,
     write_relation_vectors,
 )
-from ragkit.pipeline.stores import Stores
 from ragkit.schema import LEGACY_DELETING_FLAG, DocStatus, utcnow
 
 

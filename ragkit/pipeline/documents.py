@@ -31,7 +31,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from ragkit.errors import DocumentNotFoundError, InvalidValueError
-from ragkit.pipeline.stores import Stores
+from ragkit.core.stores import Stores
 from ragkit.schema import DocStatus, DocStatusRecord
 
 MAX_PAGE = 1000

@@ -18,13 +18,13 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from ragkit.core.stores import Stores
+from ragkit.core.tokens import request_tokens
 from ragkit.pipeline.chunk import get_chunker
 from ragkit.pipeline.index import IndexConfig
 from ragkit.pipeline.prompts import GLEANING_PROMPT, build_extraction_request
-from ragkit.pipeline.stores import Stores
 from ragkit.protocols import ChatRequest, Tokenizer
 from ragkit.schema import DocStatus, Document
-from ragkit.tokenizer import request_tokens
 
 DEFAULT_OUTPUT_RATIO = 1.0
 """Output tokens per chunk token when the cache holds no answers to calibrate on."""

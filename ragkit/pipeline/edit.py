@@ -39,15 +39,14 @@ from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.core.extraction import ChunkExtraction
+from ragkit.core.keys import Pair, entity_key, relation_key
+from ragkit.core.stores import Stores
 from ragkit.errors import ElementExistsError, ElementNotFoundError, GraphEditError
 from ragkit.ids import digest
-from ragkit.pipeline.extract import ChunkExtraction
 from ragkit.pipeline.extract import combine_extractions as combine_fragments
-from ragkit.pipeline.graph_update import Changes, GraphUpdater, Pair, embed_all
+from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
 from ragkit.pipeline.index import chunk_meta, chunk_record
-from ragkit.pipeline.merge import entity_key, relation_key
-from ragkit.pipeline.stores import Stores
-from ragkit.query.lines import public_properties
 from ragkit.schema import Chunk, DocStatus, DocStatusRecord, Entity, Relation
 
 MANUAL_DOC = "manual"
@@ -260,7 +259,7 @@ class GraphEditor:
         new_docs = await self._new_docs(docs)
         await self.stores.full_docs.upsert({d: _doc_record(docs[d]) for d in new_docs})
         unique = list({c.id: c for c in chunks}.values())
-        await self.stores.chunks.upsert({c.id: chunk_record(c, self.updater.merger.tokenizer) for c in unique})
+        await self.stores.chunks.upsert({c.id: chunk_record(c) for c in unique})
         vectors = await embed_all(self.updater.embedder, [c.content for c in unique])
         await self.stores.chunk_vectors.upsert([c.id for c in unique], vectors, [chunk_meta(c) for c in unique])
         await self._commit(await self._load(records), records)
@@ -320,12 +319,12 @@ class GraphEditor:
     async def _node_props(self, key: str) -> dict:
         props = await self.stores.graph.get_node(key)
         assert props is not None, key
-        return public_properties(props)
+        return props
 
     async def _edge_props(self, pair: Pair) -> dict:
         props = await self.stores.graph.get_edge(*pair)
         assert props is not None, pair
-        return public_properties(props)
+        return props
 
     # -- rewriting fragments -----------------------------------------------------
 
@@ -369,8 +368,7 @@ class GraphEditor:
             changes.add_extraction(ex)
         await self.stores.extractions.upsert({c: ex.model_dump(mode="json") for c, ex in kept.items()})
         await self.stores.chunks.upsert(
-            {c: chunk_record(self._manual_chunk(ex), self.updater.merger.tokenizer)
-             for c, ex in kept.items() if c.startswith(MANUAL_PREFIX)}
+            {c: chunk_record(self._manual_chunk(ex)) for c, ex in kept.items() if c.startswith(MANUAL_PREFIX)}
         )
         await self.updater.apply(changes)
         await self.stores.extractions.delete(gone)

@@ -28,9 +28,8 @@ from typing import IO, Any, Literal, get_args
 
 from pydantic import BaseModel
 
+from ragkit.core.stores import Stores
 from ragkit.errors import ExportError
-from ragkit.pipeline.stores import Stores
-from ragkit.query.lines import public_properties
 from ragkit.schema import Edge, Node
 
 Format = Literal["json", "graphml", "csv"]
@@ -196,13 +195,13 @@ async def _nodes(stores: Stores, cited: set[str]) -> AsyncIterator[Node]:
     """Every node, adding its source chunks to ``cited`` on the way."""
     async for node in stores.graph.nodes():
         cited.update(map(str, node.properties.get("source_ids", [])))  # type: ignore[arg-type]
-        yield node.model_copy(update={"properties": public_properties(node.properties)})
+        yield node
 
 
 async def _edges(stores: Stores, cited: set[str]) -> AsyncIterator[Edge]:
     async for edge in stores.graph.edges():
         cited.update(map(str, edge.properties.get("source_ids", [])))  # type: ignore[arg-type]
-        yield edge.model_copy(update={"properties": public_properties(edge.properties)})
+        yield edge
 
 
 def _flat(properties: dict[str, Any]) -> dict[str, Any]:

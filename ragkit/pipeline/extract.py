@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.core.extraction import ChunkExtraction
+from ragkit.core.keys import entity_key
+from ragkit.core.llm_cache import CachedLLM
 from ragkit.errors import ExtractionError
-from ragkit.pipeline.llm_cache import CachedLLM
-from ragkit.pipeline.merge import entity_key
 from ragkit.pipeline.parse import parse_extraction
 from ragkit.pipeline.prompts import build_extraction_request, build_gleaning_request
 from ragkit.schema import Chunk, Entity, Relation
@@ -26,16 +27,6 @@ class ExtractConfig(BaseModel):
     language: str = "English"
     gleaning: int = Field(default=0, ge=0, le=3)
     """Extra "did you miss anything?" passes per chunk."""
-
-
-class ChunkExtraction(BaseModel):
-    """What one chunk says; stored per chunk and the basis of every merge."""
-
-    chunk_id: str
-    entities: list[Entity] = Field(default_factory=list)
-    relations: list[Relation] = Field(default_factory=list)
-    dropped: int = 0
-    warnings: list[str] = Field(default_factory=list)
 
 
 async def extract_chunk(chunk: Chunk, llm: CachedLLM, config: ExtractConfig) -> ChunkExtraction:

@@ -15,13 +15,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ragkit import ids
-from ragkit.pipeline.extract import ChunkExtraction
-from ragkit.pipeline.merge import Fragment, Merger, entity_key, relation_key
-from ragkit.pipeline.stores import Stores
+from ragkit.core.extraction import ChunkExtraction, Fragment
+from ragkit.core.keys import Pair, entity_key, relation_key
+from ragkit.core.stores import Stores
+from ragkit.pipeline.merge import Merger
 from ragkit.protocols import Embedder
-from ragkit.query.lines import LINE_TOKENS, entity_line_count, relation_line_count
-
-Pair = tuple[str, str]
 
 
 @dataclass
@@ -93,8 +91,7 @@ class GraphUpdater:
             ]
             if not frags:
                 return key, props, None
-            merged = await self.merger.entity(key, frags)
-            return key, props, {**merged, LINE_TOKENS: entity_line_count(self.merger.tokenizer, key, merged)}
+            return key, props, await self.merger.entity(key, frags)
 
         results = await _bounded([compute(k, p) for k, p in zip(keys, current)], self.concurrency)
         gone = [k for k, old, new in results if new is None and old is not None]
@@ -122,8 +119,7 @@ class GraphUpdater:
             ]
             if not frags:
                 return pair, props, None
-            merged = await self.merger.relation(pair, frags)
-            return pair, props, {**merged, LINE_TOKENS: relation_line_count(self.merger.tokenizer, pair, merged)}
+            return pair, props, await self.merger.relation(pair, frags)
 
         results = await _bounded([compute(k, p) for k, p in zip(pairs, current)], self.concurrency)
         gone = [k for k, old, new in results if new is None and old is not None]

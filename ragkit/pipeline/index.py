@@ -18,15 +18,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.stores import Stores
 from ragkit.pipeline.chunk import get_chunker
 from ragkit.pipeline.config import IndexConfig
 from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
 from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
-from ragkit.pipeline.llm_cache import CachedLLM
 from ragkit.pipeline.merge import Merger
-from ragkit.pipeline.stores import Stores
 from ragkit.protocols import Embedder, Tokenizer
-from ragkit.query.lines import LINE_TOKENS, chunk_line_count
 from ragkit.schema import LEGACY_DELETING_FLAG, Chunk, DocStatus, DocStatusRecord, Document, utcnow
 
 __all__ = ["IndexConfig", "IndexReport", "Indexer", "Progress"]
@@ -162,7 +161,7 @@ class Indexer:
         failed = [o for o in batch if o.error is not None]
         chunks = [c for o in ok for c in o.chunks]
         extractions = [e for o in ok for e in o.extractions]
-        await self.stores.chunks.upsert({c.id: chunk_record(c, self.tokenizer) for c in chunks})
+        await self.stores.chunks.upsert({c.id: chunk_record(c) for c in chunks})
         await self.stores.extractions.upsert({e.chunk_id: e.model_dump(mode="json") for e in extractions})
         changes = Changes()
         for ex in extractions:
@@ -297,8 +296,8 @@ class Indexer:
         return list(dict.fromkeys(out))
 
 
-def chunk_record(chunk: Chunk, tokenizer: Tokenizer) -> dict:
-    return {**chunk.model_dump(mode="json", exclude={"id"}), LINE_TOKENS: chunk_line_count(tokenizer, chunk.content)}
+def chunk_record(chunk: Chunk) -> dict:
+    return chunk.model_dump(mode="json", exclude={"id"})
 
 
 def chunk_meta(chunk: Chunk) -> dict:

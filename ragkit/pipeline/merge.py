@@ -7,25 +7,21 @@ indexing those sources from scratch.
 
 Descriptions from different sources are kept as separate lines, so that
 "project A is delayed" and "project B started a supplier review" never blur
-into one claim. Only when the lines pass a token or count threshold does an LLM
-summarise them (map-reduce when they do not fit one call), with a prompt that
-forbids merging facts about different subjects.
+into one claim (the pure merge, shared with the query side, is in
+``ragkit.core.extraction``). Only when the lines pass a token or count
+threshold does an LLM summarise them (map-reduce when they do not fit one
+call), with a prompt that forbids merging facts about different subjects.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragkit.ids import normalize_name
-from ragkit.pipeline.llm_cache import CachedLLM
+from ragkit.core.extraction import SEPARATOR, Fragment, entity_properties, relation_properties
+from ragkit.core.llm_cache import CachedLLM
 from ragkit.protocols import ChatRequest, Tokenizer
-from ragkit.schema import Entity, Relation
-
-SEPARATOR = "\n"
 
 
 class MergeConfig(BaseModel):
@@ -41,42 +37,6 @@ class MergeConfig(BaseModel):
     language: str = "English"
 
 
-@dataclass(frozen=True)
-class Fragment:
-    """One chunk's statement about an entity or relation."""
-
-    chunk_id: str
-    item: Entity | Relation
-
-
-def entity_key(name: str) -> str:
-    """The graph node id of an entity: its normalised name."""
-    return normalize_name(name)
-
-
-def relation_key(source: str, target: str) -> tuple[str, str]:
-    a, b = entity_key(source), entity_key(target)
-    return (a, b) if a <= b else (b, a)
-
-
-def _majority(values: Iterable[str]) -> str:
-    counts = Counter(v for v in values if v)
-    if not counts:
-        return ""
-    best = max(counts.values())
-    return min(v for v, c in counts.items() if c == best)
-
-
-def _distinct_lines(fragments: Sequence[Fragment]) -> list[str]:
-    seen: dict[str, None] = {}
-    for frag in sorted(fragments, key=lambda f: f.chunk_id):
-        for line in frag.item.description.splitlines():
-            text = " ".join(line.split())
-            if text:
-                seen.setdefault(text, None)
-    return list(seen)
-
-
 class Merger:
     def __init__(self, llm: CachedLLM | None, tokenizer: Tokenizer, config: MergeConfig) -> None:
         self.llm = llm
@@ -85,42 +45,19 @@ class Merger:
 
     async def entity(self, key: str, fragments: Sequence[Fragment]) -> dict:
         """Node properties for the entity ``key`` from all its fragments."""
-        names = [f.item.name.strip() for f in fragments]
-        name = _majority(names) or key
-        lines = _distinct_lines(fragments)
-        return {
-            "name": name,
-            "type": _majority(f.item.type.strip().lower() for f in fragments) or "entity",
-            "description": await self._describe(name, lines),
-            "source_ids": sorted({f.chunk_id for f in fragments}),
-        }
+        props = entity_properties(key, fragments)
+        props["description"] = await self._describe(props["name"], props["description"])
+        return props
 
     async def relation(self, key: tuple[str, str], fragments: Sequence[Fragment]) -> dict:
         """Edge properties for the relation ``key`` from all its fragments."""
-        rels = [f.item for f in fragments]
-        assert all(isinstance(r, Relation) for r in rels)
-        keywords: dict[str, None] = {}
-        for frag in sorted(fragments, key=lambda f: f.chunk_id):
-            for kw in frag.item.keywords.split(","):  # type: ignore[union-attr]
-                if kw.strip():
-                    keywords.setdefault(kw.strip(), None)
-        # Edges are undirected: an endpoint's display name is the majority of the
-        # names written for it, on whichever side a fragment put it.
-        ends = [n for r in rels for n in (r.source, r.target)]  # type: ignore[union-attr]
-        source = _majority(n.strip() for n in ends if entity_key(n) == key[0]) or key[0]
-        target = _majority(n.strip() for n in ends if entity_key(n) == key[1]) or key[1]
-        lines = _distinct_lines(fragments)
-        return {
-            "source": source,
-            "target": target,
-            "keywords": ", ".join(keywords),
-            "description": await self._describe(f"{source} - {target}", lines),
-            "weight": float(sum(r.strength for r in rels)),  # type: ignore[union-attr]
-            "source_ids": sorted({f.chunk_id for f in fragments}),
-        }
+        props = relation_properties(key, fragments)
+        props["description"] = await self._describe(f"{props['source']} - {props['target']}", props["description"])
+        return props
 
-    async def _describe(self, subject: str, lines: list[str]) -> str:
-        joined = SEPARATOR.join(lines)
+    async def _describe(self, subject: str, joined: str) -> str:
+        """The fragments' joined description lines, or their summary once they pass a threshold."""
+        lines = joined.split(SEPARATOR) if joined else []
         if self.llm is None or not self._needs_summary(lines, joined):
             return joined
         return await self._summarise(subject, lines)

@@ -1,13 +1,26 @@
-"""Context stage: found items in, a context string that fits its budgets out.
+"""Context stage: found items in, a context that fits its budgets out.
+
+The context is up to four sections (entities, relations, source chunks,
+references) separated by a blank line: a header, then the rows. Entities,
+relations and chunks are JSON lines (``json.dumps`` of each row, ``lines.py``)
+in a ``json`` code block; references are ``[n] path`` lines.
 
 Budgets: entities and relations each have their own; chunks get what remains of
-the total after the system prompt, the graph sections, the question and the
-history. Each rendered line is encoded once; a section's or the whole context's
-count is the sum of its lines' plus what each line break adds between its two
-neighbouring characters. That is an upper bound of the joined text's count,
-within about one token per entity or relation line (pieces only merge across a
-break), and it spares encoding the whole context again, which costs as much as
-building it.
+the total after the prompt without the context (system prompt, question,
+history) and the graph sections. Every reported count is exact, by the
+configured tokenizer: the context's, each section's and the whole prompt's.
+Where the tokenizer guarantees a token boundary at the start of a line
+(``ragkit.core.tokens.splits_between``), a text's count is the sum of its
+lines' counts, each line's from its parts (the part of a row that shows no
+per-query number is the same text query after query), and every part's count
+is kept per tokenizer (``counting.TokenCounts``): a query encodes only text no
+earlier query showed. Otherwise the texts are counted whole. Choosing works on
+estimates (a line's count before its references are known, plus a reserve for
+them); the rendered context is then counted, and while a section or the prompt
+is over its budget it is trimmed and rendered again; room the reserves left
+unused goes, once, to more chunks. The code block's closing line keeps every
+row followed by a line break, so a chunk's text is counted once, not once more
+as the last row of its section.
 
 Claims stay with their evidence. Supporting chunks are chosen in two passes:
 first, for each kept entity and relation in rank order, its best-ranked source
@@ -22,30 +35,27 @@ share it.
 
 from __future__ import annotations
 
-import json
+import math
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from ragkit.protocols import Tokenizer
+from ragkit.query.counting import TokenCounts
 from ragkit.query.items import ChunkItem, EntityItem, RelationItem
-from ragkit.query.lines import (
-    LINE_TOKENS,
-    chunk_line,
-    item_line,
-    stored_count,
-    tokenizer_name,
-    with_reference,
-    with_refs,
-)
+from ragkit.query.lines import Line, chunk_line, graph_line, plain_line
 
 ENTITY_HEADER = "-----Entities (knowledge graph)-----"
 RELATION_HEADER = "-----Relations (knowledge graph)-----"
 CHUNK_HEADER = "-----Source chunks-----"
 REFERENCE_HEADER = "-----References-----"
+SECTION_SEPARATOR = "\n\n"
+FENCE_OPEN, FENCE_CLOSE = "```json", "```"
 MAX_REFS = 5
 """References listed per entity or relation (its first supporting documents)."""
-REF_RESERVE = 20
-"""Tokens kept per entity or relation line for its ``refs`` list."""
+RESERVED_REFERENCE = 99
+"""The reference number estimates reserve room for, in each of an entity's or
+relation's ``MAX_REFS`` references and in a chunk's ``ref``."""
 
 
 @dataclass
@@ -54,7 +64,10 @@ class Budget:
     relation_tokens: int
     total_tokens: int
     fixed_tokens: int
-    """System prompt without context, question and history."""
+    """The prompt without the context: system prompt, question and history."""
+    prompt_prefix: str = ""
+    """The prompt's text right before the context: where the context's first
+    token could merge with the prompt's, the two are counted together."""
 
 
 @dataclass
@@ -64,8 +77,11 @@ class Context:
     relations: list[RelationItem]
     chunks: list[ChunkItem]
     tokens: dict[str, int]
+    """Exact counts of each section's text and of the whole (``context``)."""
     references: list[tuple[int, str, str | None, list[str]]]
     """(number, doc id, file path, chunk ids)"""
+    prompt_tokens: int = 0
+    """The whole prompt with this context in it: ``fixed_tokens`` plus what the context adds."""
     dropped_unsupported: int = 0
     truncated: dict[str, int] = field(default_factory=dict)
 
@@ -87,80 +103,114 @@ def build_context(
     chunks: list[ChunkItem],
     tokenizer: Tokenizer,
     budget: Budget,
+    counts: TokenCounts | None = None,
 ) -> Context:
-    """``chunks`` are the candidates in rank order (graph sources and vector hits merged)."""
-    builder = _Builder(tokenizer, budget)
+    """``chunks`` are the candidates in rank order (graph sources and vector
+    hits merged). ``counts``: the tokenizer's kept counts (``TokenCounts.of``)."""
+    builder = _Builder(counts or TokenCounts.of(tokenizer), budget)
     ents = builder.prefix(entities, ENTITY_HEADER, budget.entity_tokens)
     rels = builder.prefix(relations, RELATION_HEADER, budget.relation_tokens)
-    while True:
-        chosen = builder.choose(ents, rels, chunks)
-        kept_e = [e for e in ents if set(e.sources) & chosen]
-        kept_r = [r for r in rels if set(r.sources) & chosen]
-        context = builder.render(kept_e, kept_r, [c for c in chunks if c.id in chosen])
-        # Token counts do not add up exactly across lines: correct and retry.
-        if context.tokens.get("entities", 0) > budget.entity_tokens:
-            ents = ents[:-1]
-        elif context.tokens.get("relations", 0) > budget.relation_tokens:
-            rels = rels[:-1]
-        elif (over := context.tokens["context"] + budget.fixed_tokens - budget.total_tokens) > 0 and chosen:
-            builder.give_back += over
-        else:
-            break
-    context.dropped_unsupported = len(ents) - len(kept_e) + len(rels) - len(kept_r)
+    context, ents, rels = _fit(builder, ents, rels, chunks)
+    # The refs reserves mostly go unused: once, give the room to more chunks.
+    room = budget.total_tokens - context.prompt_tokens - builder.reserve_left
+    shown = {c.id for c in context.chunks}
+    if room >= builder.smallest(c for c in chunks if c.id not in shown):
+        builder.give_back -= room
+        more = builder.render_chosen(ents, rels, chunks)
+        if builder.fits(more) and len(more.chunks) > len(context.chunks):
+            context = more
+        else:  # the first fit again (its lines are kept: no new rendering), references renumbered
+            context = builder.render(context.entities, context.relations, context.chunks)
+    _show_support(context)
+    context.dropped_unsupported = len(ents) - len(context.entities) + len(rels) - len(context.relations)
     context.truncated = {"entities": len(entities) - len(ents), "relations": len(relations) - len(rels)}
     return context
 
 
+def _fit(builder: _Builder, ents: list[EntityItem], rels: list[RelationItem], chunks: list[ChunkItem]
+         ) -> tuple[Context, list[EntityItem], list[RelationItem]]:
+    """Choose and render until every budget holds: estimates are not counts."""
+    while True:
+        context = builder.render_chosen(ents, rels, chunks)
+        if context.tokens["entities"] > builder.budget.entity_tokens:
+            ents = ents[:-1]
+        elif context.tokens["relations"] > builder.budget.relation_tokens:
+            rels = rels[:-1]
+        elif (over := context.prompt_tokens - builder.budget.total_tokens) > 0 and context.chunks:
+            builder.give_back += over
+        else:
+            return context, ents, rels
+
+
 class _Builder:
-    def __init__(self, tokenizer: Tokenizer, budget: Budget) -> None:
-        self.tok = tokenizer
+    def __init__(self, counts: TokenCounts, budget: Budget) -> None:
+        self.counts = counts
         self.budget = budget
         self.give_back = 0
-        self._counts: dict[str, int] = {}
-        self._plain: dict[int, int] = {}
-        self._lines: dict[int, str] = {}
-        self.tokenizer_name = tokenizer_name(tokenizer)
+        self._estimates: dict[int, int] = {}
+        self._lines: dict[Hashable, Line] = {}
+        self._units: dict[tuple[Hashable, str], int] = {}
+        self._reserves: dict[int, int] = {}
+        self.reserve_left = 0
+        self._ref_reserve = counts.count(chunk_line(ChunkItem("", "", "", None, ""), RESERVED_REFERENCE).parts[0])
 
-    def count(self, line: str) -> int:
-        """Token count of one rendered line, each line encoded once: choosing and
-        retrying re-measure the same lines (the query's hot path)."""
-        if line not in self._counts:
-            self._counts[line] = self.tok.count(line)
-        return self._counts[line]
+    # -- estimates, for choosing ----------------------------------------------------
 
-    def plain_tokens(self, item: EntityItem | RelationItem | ChunkItem) -> int:
-        """Tokens of an item's line without refs (a chunk's with reference 0),
-        rendered and encoded once per build: every pass needs them."""
-        key = id(item)
-        if key not in self._plain:
-            line = self.plain_line(item)
-            stored = item.line_tokens if isinstance(item, ChunkItem) else item.props.get(LINE_TOKENS)
-            count = stored_count(stored, self.tokenizer_name, line)
-            self._plain[key] = self.tok.count(line) if count is None else count
-        return self._plain[key]
-
-    def plain_line(self, item: EntityItem | RelationItem | ChunkItem) -> str:
-        """An item's line without refs (a chunk's with reference 0), rendered once
-        per build; the shown line only adds its refs or reference number to it."""
+    def estimate(self, item: EntityItem | RelationItem | ChunkItem) -> int:
+        """Tokens of an item's line and its line break, before its references
+        are known: the part of the line that does not depend on them, counted,
+        plus a reserve for them (a chunk: also for its reference line)."""
         key = id(item)  # items outlive the build; ids stay unique meanwhile
-        if key not in self._lines:
-            self._lines[key] = chunk_line(item, 0) if isinstance(item, ChunkItem) else item_line(item, [])
-        return self._lines[key]
+        found = self._estimates.get(key)  # the hot path: choosing asks again and again
+        if found is None:
+            if isinstance(item, ChunkItem):  # the rendered line's part after its ref, and its line break
+                rest = chunk_line(item, 0).parts[1] + "\n"
+                reference = _reference_line(RESERVED_REFERENCE, item.doc_id, item.file_path) + "\n"
+                found = self.counts.count(rest) + self._ref_reserve + self.counts.count(reference)
+            else:  # the rendered line's part before its refs, and the most refs it can show
+                head = graph_line(item, []).parts[0]
+                found = self.counts.count(head) + self._refs_reserve(len(set(item.sources)))
+            self._estimates[key] = found
+        return found
+
+    def _refs_reserve(self, sources: int) -> int:
+        """Tokens of the ``refs`` member of a line with this many sources, and its line break."""
+        refs = min(MAX_REFS, sources)
+        if refs not in self._reserves:
+            tail = graph_line(EntityItem({}, ""), [RESERVED_REFERENCE] * refs).parts[1]
+            self._reserves[refs] = self.counts.count(tail + "\n")
+        return self._reserves[refs]
+
+    def smallest(self, chunks) -> float:
+        return min((self.estimate(c) for c in chunks), default=math.inf)
 
     def prefix(self, items: list, header: str, limit: int) -> list:
-        kept, used = [], self.count(header) + 1
+        kept, used = [], self._fixed(header, fenced=True)
         for item in items:
-            cost = self.plain_tokens(item) + REF_RESERVE
+            cost = self.estimate(item)
             if used + cost > limit:
                 break
             kept.append(item)
             used += cost
         return kept
 
+    def render_chosen(self, ents: list[EntityItem], rels: list[RelationItem], chunks: list[ChunkItem]) -> Context:
+        """The chunks that fit the estimates, and the entities and relations they support."""
+        chosen = self.choose(ents, rels, chunks)
+        kept_e = [e for e in ents if not chosen.isdisjoint(e.sources)]
+        kept_r = [r for r in rels if not chosen.isdisjoint(r.sources)]
+        return self.render(kept_e, kept_r, [c for c in chunks if c.id in chosen])
+
+    def fits(self, context: Context) -> bool:
+        return (context.tokens["entities"] <= self.budget.entity_tokens
+                and context.tokens["relations"] <= self.budget.relation_tokens
+                and context.prompt_tokens <= self.budget.total_tokens)
+
     def choose(self, ents: list[EntityItem], rels: list[RelationItem], chunks: list[ChunkItem]) -> set[str]:
         graph_tokens = self._section_tokens(ents, ENTITY_HEADER) + self._section_tokens(rels, RELATION_HEADER)
-        left = self.budget.total_tokens - self.budget.fixed_tokens - graph_tokens - self._overhead() - self.give_back
-        costs = {c.id: self.plain_tokens(c) + 8 for c in chunks}  # + its reference line
+        fixed = self._fixed(CHUNK_HEADER, fenced=True) + self._fixed(REFERENCE_HEADER, fenced=False)
+        left = self.budget.total_tokens - self.budget.fixed_tokens - graph_tokens - fixed - self.give_back
+        costs = {c.id: self.estimate(c) for c in chunks}
         items = [(item, set(item.sources)) for item in _interleave(ents, rels)]
         chosen: set[str] = set()
         for _, sources in items:  # evidence first
@@ -171,12 +221,22 @@ class _Builder:
                     chosen.add(cid)
                     left -= costs[cid]
                     break
-        left += sum(self.plain_tokens(i) + REF_RESERVE for i, sources in items if not chosen & sources)
+        left += sum(self.estimate(i) for i, sources in items if not chosen & sources)
         for chunk in chunks:  # then by rank
             if chunk.id not in chosen and costs[chunk.id] <= left:
                 chosen.add(chunk.id)
                 left -= costs[chunk.id]
         return chosen
+
+    def _section_tokens(self, items: list, header: str) -> int:
+        return self._fixed(header, fenced=True) + sum(self.estimate(i) for i in items) if items else 0
+
+    def _fixed(self, header: str, fenced: bool) -> int:
+        """A section's lines but its rows, and the blank line after it."""
+        lines = [header, FENCE_OPEN, FENCE_CLOSE] if fenced else [header]
+        return sum(self.counts.count(line + "\n") for line in lines) + self.counts.count(SECTION_SEPARATOR)
+
+    # -- the context, counted ---------------------------------------------------------
 
     def render(self, ents: list[EntityItem], rels: list[RelationItem], chunks: list[ChunkItem]) -> Context:
         refs: dict[str, int] = {}
@@ -187,78 +247,87 @@ class _Builder:
         def cited(item) -> list[int]:
             return sorted({ref_of[c] for c in item.sources if c in ref_of})[:MAX_REFS]
 
-        cited_by: dict[str, list[str]] = {}
-        for item in _interleave(ents, rels):
-            for cid in item.sources:
-                cited_by.setdefault(cid, []).append(_name(item))
+        members: dict[str, list[ChunkItem]] = {}
         for chunk in chunks:
-            chunk.supports = cited_by.get(chunk.id, [])
-            chunk.support = len(chunk.supports)
-        sections = {
-            "entities": [ENTITY_HEADER, *(with_refs(self.plain_line(e), cited(e)) for e in ents)] if ents else [],
-            "relations": [RELATION_HEADER, *(with_refs(self.plain_line(r), cited(r)) for r in rels)]
-            if rels else [],
-            "chunks": [CHUNK_HEADER, *(with_reference(self.plain_line(c), c.reference) for c in chunks)]
-            if chunks else [],
+            members.setdefault(chunk.doc_id, []).append(chunk)
+        references = [(refs[doc], doc, group[0].file_path, [c.id for c in group]) for doc, group in members.items()]
+        rows = {
+            "entities": (ENTITY_HEADER, [self._line(graph_line, e, cited(e)) for e in ents]),
+            "relations": (RELATION_HEADER, [self._line(graph_line, r, cited(r)) for r in rels]),
+            "chunks": (CHUNK_HEADER, [self._line(chunk_line, c, c.reference) for c in chunks]),
         }
-        references = []
-        for doc_id, number in refs.items():
-            members = [c for c in chunks if c.doc_id == doc_id]
-            references.append((number, doc_id, members[0].file_path, [c.id for c in members]))
+        # What the estimates reserved for the graph lines' refs and they did not use.
+        self.reserve_left = sum(self.estimate(item) - self._unit(line, "\n")
+                                for items, (_, lines) in ((ents, rows["entities"]), (rels, rows["relations"]))
+                                for item, line in zip(items, lines))
+        sections = {name: _fenced(header, lines) for name, (header, lines) in rows.items() if lines}
         if references:
-            sections["references"] = [REFERENCE_HEADER, *(f"[{n}] {path or doc}" for n, doc, path, _ in references)]
-        text = "\n\n".join("\n".join(lines) for lines in sections.values() if lines)
-        counts = {
-            "entities": [self.count(ENTITY_HEADER), *(self.item_tokens(e, cited(e)) for e in ents)] if ents else [],
-            "relations": [self.count(RELATION_HEADER), *(self.item_tokens(r, cited(r)) for r in rels)] if rels else [],
-            "chunks": [self.count(CHUNK_HEADER), *(self.chunk_tokens(c) for c in chunks)] if chunks else [],
-        }
-        if references:
-            counts["references"] = [self.count(line) for line in sections["references"]]
-        tokens = {name: self.joined(sections[name], c, "\n") for name, c in counts.items()}
-        parts = [name for name in counts if sections[name]]
-        tokens["context"] = self.joined([sections[n][-1] for n in parts], [tokens[n] for n in parts], "\n\n",
-                                        firsts=[sections[n][0] for n in parts])
-        return Context(text, ents, rels, chunks, tokens, references)
+            sections["references"] = [plain_line(REFERENCE_HEADER),
+                                      *(plain_line(_reference_line(n, d, p)) for n, d, p, _ in references)]
+        text = SECTION_SEPARATOR.join("\n".join(line.text for line in lines) for lines in sections.values())
+        tokens = {**dict.fromkeys([*rows, "references"], 0), **self._count(sections)}
+        context = Context(text, ents, rels, chunks, tokens, references)
+        context.prompt_tokens = self.budget.fixed_tokens + self._added(text, tokens["context"])
+        return context
 
-    def joined(self, lines: list[str], counts: list[int], sep: str, firsts: list[str] | None = None) -> int:
-        """Tokens of ``lines`` (given their counts) joined by ``sep``: what the
-        separator adds between the two characters it stands between (a line
-        break after ``}`` merges into one token with it)."""
-        firsts = firsts or lines
-        seps = sum(self.separator(a[-1:], sep, b[:1]) for a, b in zip(lines, firsts[1:]))
-        return sum(counts) + seps
+    def _line(self, make, item, numbers) -> Line:
+        """A rendered line, kept for the build: choosing again mostly shows the same ones."""
+        key = (id(item), tuple(numbers) if isinstance(numbers, list) else numbers)
+        if key not in self._lines:
+            self._lines[key] = make(item, numbers)
+        return self._lines[key]
 
-    def separator(self, before: str, sep: str, after: str) -> int:
-        key = f"{before}{sep}{after}"
-        if key not in self._counts:
-            self._counts[key] = max(0, self.tok.count(key) - self.tok.count(before) - self.tok.count(after))
-        return self._counts[key]
+    def _count(self, sections: dict[str, list[Line]]) -> dict[str, int]:
+        """Exact counts of each section's text and of their joined text."""
+        starts = {line.parts[0][0] for lines in sections.values() for line in lines}
+        if not all(self.counts.splits("\n", c) for c in starts):  # no boundary at line starts: count texts
+            pieces = [[p for i, line in enumerate(lines) for p in ((line.parts if i == 0 else ("\n", *line.parts)))]
+                      for lines in sections.values()]
+            each, whole = self.counts.joined_each(pieces, SECTION_SEPARATOR)
+            return {**dict(zip(sections, each)), "context": whole}
+        # Each line starts a token: a text's count is the sum of its lines' counts, each with its line break.
+        tokens, whole, names = {}, 0, list(sections)
+        for name, lines in sections.items():
+            body = sum(self._unit(line, "\n") for line in lines[:-1])
+            tokens[name] = body + self._unit(lines[-1], "")
+            whole += body + self._unit(lines[-1], SECTION_SEPARATOR if name != names[-1] else "")
+        return {**tokens, "context": whole}
 
-    def item_tokens(self, item, refs: list[int]) -> int:
-        """An entity or relation line with its refs, as the line without them
-        (already counted when choosing) plus the refs alone."""
-        if not refs:
-            return self.plain_tokens(item)
-        return self.plain_tokens(item) + self.count(_refs_text(refs)) - self.count('"}')
+    def _unit(self, line: Line, end: str) -> int:
+        key = (line.key, end)
+        found = self._units.get(key)
+        if found is None:
+            found = self._units[key] = self.counts.joined([*line.parts, end])
+        return found
 
-    def chunk_tokens(self, chunk: ChunkItem) -> int:
-        """A chunk line, as counted when choosing with reference 0: a reference
-        number below 1000 is one token whatever its digits."""
-        return self.plain_tokens(chunk) - 1 + self.count(str(chunk.reference))
-
-    def _section_tokens(self, items: list, header: str) -> int:
-        if not items:
-            return 0
-        return self.count(header) + sum(self.plain_tokens(i) + REF_RESERVE for i in items)
-
-    def _overhead(self) -> int:
-        return sum(self.count(h) + 2 for h in (CHUNK_HEADER, REFERENCE_HEADER)) + 4
+    def _added(self, text: str, tokens: int) -> int:
+        """What the context adds to the prompt: its own count where a token
+        boundary falls between it and the prompt's text before it, else
+        counted together with that text."""
+        prefix = self.budget.prompt_prefix
+        if not text or not prefix or self.counts.splits(prefix[-1], text[0]):
+            return tokens
+        return self.counts.tokenizer.count(prefix + text) - self.counts.count(prefix)
 
 
-def _refs_text(refs: list[int]) -> str:
-    """How adding refs changes a line's end: ``"}`` becomes ``", "refs": [..]}``."""
-    return '", ' + json.dumps({"refs": refs})[1:]
+def _show_support(context: Context) -> None:
+    """Which kept entities and relations cite each chunk."""
+    cited_by: dict[str, list[str]] = {}
+    for item in _interleave(context.entities, context.relations):
+        for cid in item.sources:
+            cited_by.setdefault(cid, []).append(_name(item))
+    for chunk in context.chunks:
+        chunk.supports = cited_by.get(chunk.id, [])
+        chunk.support = len(chunk.supports)
+
+
+def _fenced(header: str, lines: list[Line]) -> list[Line]:
+    """A section of JSON lines: its header, then the rows in a ``json`` code block."""
+    return [plain_line(header), plain_line(FENCE_OPEN), *lines, plain_line(FENCE_CLOSE)]
+
+
+def _reference_line(number: int, doc_id: str, file_path: str | None) -> str:
+    return f"[{number}] {file_path or doc_id}"
 
 
 def _interleave(entities: list[EntityItem], relations: list[RelationItem]) -> list:

@@ -14,22 +14,21 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.stores import Stores
+from ragkit.core.tokens import request_tokens
 from ragkit.errors import ConfigError, InvalidValueError
-from ragkit.pipeline.llm_cache import CachedLLM
-from ragkit.pipeline.merge import MergeConfig, Merger
-from ragkit.pipeline.stores import Stores
 from ragkit.plugins import Registry, get_registry
 from ragkit.protocols import ChatRequest, Embedder, Reranker, Tokenizer
 from ragkit.query.answer import build_answer_request, build_bypass_request
 from ragkit.query.context import Budget, Context, build_context, rank_graph_chunks
-from ragkit.query.lines import public_properties
+from ragkit.query.counting import TokenCounts
 from ragkit.query.items import ChunkItem, round_robin
 from ragkit.query.keywords import Keywords, extract_keywords
 from ragkit.query.modes import Found, QueryMode, chunk_items
 from ragkit.query.scope import Restrictor, resolve_scope
 from ragkit.query.search import Searcher
 from ragkit.schema import QueryParam, QueryResult, Reference
-from ragkit.tokenizer import request_tokens
 
 
 class Querier:
@@ -98,7 +97,7 @@ class Querier:
 
     async def _searcher(self, param: QueryParam) -> Searcher:
         scope = await resolve_scope(self.stores, param.doc_ids, param.doc_filter)
-        restrictor = Restrictor(self.stores, Merger(None, self.tokenizer, MergeConfig()), scope) if scope else None
+        restrictor = Restrictor(self.stores, scope) if scope else None
         return Searcher(self.stores, self.embedder, scope, restrictor)
 
     async def _search(
@@ -141,13 +140,15 @@ class Querier:
             question, "", history=param.history, response_type=param.response_type,
             language=param.language, user_instructions=param.user_prompt,
         )
-        fixed = request_tokens(self.tokenizer, empty)
+        fixed = request_tokens(TokenCounts.of(self.tokenizer), empty)  # the same system prompt query after query
         if fixed >= param.max_total_tokens:
             raise InvalidValueError(
                 f"the question, history and answer instructions take {fixed} tokens, not less than "
                 f"max_total_tokens={param.max_total_tokens}: raise max_total_tokens or shorten the history"
             )
-        return Budget(param.max_entity_tokens, param.max_relation_tokens, param.max_total_tokens, fixed)
+        # The context ends the system prompt (ANSWER_SYSTEM): what comes before it is the empty request's.
+        return Budget(param.max_entity_tokens, param.max_relation_tokens, param.max_total_tokens, fixed,
+                      prompt_prefix=empty.system or "")
 
     async def _answer(
         self, question: str, param: QueryParam, run: _Run, request: ChatRequest, context: Context | None
@@ -226,18 +227,14 @@ def _result(context: Context | None, run: _Run) -> QueryResult:
 
 
 def _public(props: dict) -> dict:
-    return {k: v for k, v in public_properties(props).items() if k != "key"}
+    return {k: v for k, v in props.items() if k != "key"}
 
 
 def _tokens(context: Context, tokenizer: Tokenizer, budget: Budget, question: str) -> dict[str, int]:
-    # The prompt without context was counted for the budget; the context was
-    # counted as it was built. Encoding the whole prompt again only to report
-    # its size would cost as much as building the context.
-    return {
-        **context.tokens,
-        "question": tokenizer.count(question),
-        "prompt_total": budget.fixed_tokens + context.tokens["context"],
-    }
+    # The prompt without context was counted for the budget, and the prompt
+    # with it as the context was built (exactly, ``query/context.py``).
+    return {**context.tokens, "question": TokenCounts.of(tokenizer).count(question),
+            "prompt_total": context.prompt_tokens}
 
 
 def _render_prompt(request: ChatRequest) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-Pair = tuple[str, str]
+from ragkit.core.keys import Pair
 
 
 @dataclass
@@ -51,13 +51,11 @@ class ChunkItem:
     tokens: int = 0
     reference: int = 0
     supports: list[str] = field(default_factory=list)
-    line_tokens: str | None = None
-    """Its context line's stored token count (``context.line_count``)."""
 
     @classmethod
     def from_record(cls, cid: str, rec: dict[str, Any], stage: str, **kw: Any) -> ChunkItem:
         return cls(cid, rec["content"], rec["doc_id"], rec.get("file_path"), stage,
-                   tokens=int(rec.get("tokens", 0)), line_tokens=rec.get("line_tokens"), **kw)
+                   tokens=int(rec.get("tokens", 0)), **kw)
 
 
 def round_robin(*lists: list) -> list:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ragkit.pipeline.llm_cache import CachedLLM
+from ragkit.core.llm_cache import CachedLLM
 from ragkit.protocols import ChatRequest
 
 MAX_KEYWORDS = 20

@@ -1,104 +1,104 @@
-"""How the context shows entities, relations and chunks, one JSON line each, and
-the token counts of those lines stored at indexing time so that queries do not
-encode the same text again (most of a context's tokens are its chunks)."""
+"""How the context shows entities, relations and chunks: one JSON object per
+line, ``json.dumps`` of a row, and where such a line may be cut for counting.
+
+A line's per-query numbers (the references of an entity or relation, the
+reference number of a chunk) sit at one end of it, so the rest of the line is
+the same text in every query and its token count is kept across queries
+(``counting.TokenCounts``). The cuts only say where to look for a token
+boundary: ``TokenCounts.joined`` counts the two parts apart only where the
+tokenizer guarantees one, so a cut never changes a count.
+"""
 
 from __future__ import annotations
 
 import json
-import zlib
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
 
-from ragkit.protocols import Tokenizer
 from ragkit.query.items import ChunkItem, EntityItem, RelationItem
 
+REFS = "refs"
+"""The last member of an entity or relation row: the references of its sources in the context."""
+REF = "ref"
+"""The first member of a chunk row: its document's reference number."""
 
-def item_line(item, refs: list[int]) -> str:
-    return entity_line(item, refs) if isinstance(item, EntityItem) else relation_line(item, refs)
+
+def _not_serialisable(value: object) -> None:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def entity_line(item: EntityItem, refs: list[int]) -> str:
+# json.dumps(row, ensure_ascii=False) builds an encoder per call; a query renders
+# hundreds of rows, so the stdlib's own C encoder is made once (same output,
+# tests/query/test_query.py), or json's Python one where there is no C one.
+_C_ENCODE = json.encoder.c_make_encoder and json.encoder.c_make_encoder(
+    None, _not_serialisable, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
+def render(row: dict[str, Any]) -> str:
+    """``json.dumps(row, ensure_ascii=False)``."""
+    return "".join(_C_ENCODE(row, 0)) if _C_ENCODE else _JSON.encode(row)
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of the context, and the parts it may be cut into for counting."""
+
+    key: Hashable
+    """What the line shows (an item and its numbers): equal keys, equal lines."""
+    text: str
+    parts: tuple[str, ...]
+
+
+def plain_line(text: str) -> Line:
+    return Line(text, text, (text,))
+
+
+def graph_line(item: EntityItem | RelationItem, refs: list[int]) -> Line:
+    text = render(graph_row(item, refs))
+    return Line((id(item), tuple(refs)), text, graph_line_parts(text))
+
+
+def chunk_line(chunk: ChunkItem, reference: int) -> Line:
+    text = render(chunk_row(chunk, reference))
+    return Line((id(chunk), reference), text, chunk_line_parts(text))
+
+
+def graph_row(item: EntityItem | RelationItem, refs: list[int]) -> dict[str, Any]:
+    return entity_row(item, refs) if isinstance(item, EntityItem) else relation_row(item, refs)
+
+
+def entity_row(item: EntityItem, refs: list[int]) -> dict[str, Any]:
     p = item.props
-    row = {"entity": p.get("name", item.key), "type": p.get("type", ""), "description": p.get("description", "")}
-    if refs:
-        row["refs"] = refs
-    return json.dumps(row, ensure_ascii=False)
+    return {"entity": p.get("name", item.key), "type": p.get("type", ""), "description": p.get("description", ""),
+            REFS: refs}
 
 
-def relation_line(item: RelationItem, refs: list[int]) -> str:
+def relation_row(item: RelationItem, refs: list[int]) -> dict[str, Any]:
     p = item.props
-    row = {
+    return {
         "entity1": p.get("source", item.key[0]),
         "entity2": p.get("target", item.key[1]),
         "keywords": p.get("keywords", ""),
         "description": p.get("description", ""),
+        REFS: refs,
     }
-    if refs:
-        row["refs"] = refs
-    return json.dumps(row, ensure_ascii=False)
 
 
-LINE_TOKENS = "line_tokens"
-"""The property (of nodes, edges and chunk records) holding a stored :func:`line_count`."""
+def chunk_row(chunk: ChunkItem, reference: int) -> dict[str, Any]:
+    return {REF: reference, "content": chunk.content}
 
 
-def public_properties(props: dict) -> dict:
-    """Properties without the stored line counts: bookkeeping, not data to show or export."""
-    return {k: v for k, v in props.items() if k != LINE_TOKENS}
+def graph_line_parts(line: str) -> tuple[str, str]:
+    """An entity or relation line before its ``refs`` member and from it
+    (``', "refs": [...]}'`` can only be that member: a quote inside a JSON
+    string is escaped)."""
+    cut = line.rindex(f', "{REFS}": ') + 1
+    return line[:cut], line[cut:]
 
 
-def line_count(tokenizer: Tokenizer, line: str) -> str:
-    """A context line's token count, to store with what it renders (a chunk
-    record, a node's or edge's properties) when indexing, so that queries do not
-    encode the same text again: ``"<tokenizer>|<crc32 of the line>|<tokens>"``.
-    A query trusts it only for the same tokenizer and the very same line, so an
-    edited description or a changed line format is simply counted afresh."""
-    return f"{tokenizer_name(tokenizer)}|{_crc(line)}|{tokenizer.count(line)}"
-
-
-def stored_count(stored: object, tokenizer_name: str, line: str) -> int | None:
-    if not isinstance(stored, str):
-        return None
-    parts = stored.rsplit("|", 2)
-    if len(parts) != 3 or parts[0] != tokenizer_name or parts[1] != _crc(line) or not parts[2].isdigit():
-        return None
-    return int(parts[2])
-
-
-def chunk_line_count(tokenizer: Tokenizer, content: str) -> str:
-    return line_count(tokenizer, chunk_text(content, 0))
-
-
-def entity_line_count(tokenizer: Tokenizer, key: str, props: dict) -> str:
-    return line_count(tokenizer, entity_line(EntityItem(props, "", key=key), []))
-
-
-def relation_line_count(tokenizer: Tokenizer, key: tuple[str, str], props: dict) -> str:
-    return line_count(tokenizer, relation_line(RelationItem(props, "", key=key), []))
-
-
-def tokenizer_name(tokenizer: Tokenizer) -> str:
-    return str(getattr(tokenizer, "name", type(tokenizer).__name__))
-
-
-def _crc(line: str) -> str:
-    return f"{zlib.crc32(line.encode('utf-8', 'surrogatepass')):08x}"
-
-
-def with_refs(plain: str, refs: list[int]) -> str:
-    """``item_line(item, refs)`` from ``item_line(item, [])``: the refs are the row's last key."""
-    return f"{plain[:-1]}, \"refs\": {json.dumps(refs)}}}" if refs else plain
-
-
-_REF0 = '{"ref": 0, '
-
-
-def with_reference(plain: str, reference: int) -> str:
-    """``chunk_line(chunk, reference)`` from ``chunk_line(chunk, 0)``."""
-    return f'{{"ref": {reference}, {plain[len(_REF0):]}'
-
-
-def chunk_line(chunk: ChunkItem, reference: int) -> str:
-    return chunk_text(chunk.content, reference)
-
-
-def chunk_text(content: str, reference: int) -> str:
-    return json.dumps({"ref": reference, "content": content}, ensure_ascii=False)
+def chunk_line_parts(line: str) -> tuple[str, str]:
+    """A chunk line through its ``ref`` member (an int, then the first ``", "``) and after it."""
+    cut = line.index(", ") + 1
+    return line[:cut], line[cut:]

@@ -31,7 +31,7 @@ from ragkit.query.search import Searcher, keyword_text
 from ragkit.schema import QueryParam
 
 if TYPE_CHECKING:
-    from ragkit.pipeline.stores import Stores
+    from ragkit.core.stores import Stores
 
 __all__ = [  # what a mode author needs, importable from here
     "BUILTIN_MODES", "Found", "Keywords", "ModeInfo", "QueryMode", "QueryParam", "Searcher",

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ragkit.core.extraction import ChunkExtraction, Fragment, entity_properties, relation_properties
+from ragkit.core.keys import entity_key, relation_key
+from ragkit.core.stores import Stores
 from ragkit.errors import InvalidValueError
-from ragkit.pipeline.extract import ChunkExtraction
-from ragkit.pipeline.merge import Fragment, Merger, entity_key, relation_key
-from ragkit.pipeline.stores import Stores
 from ragkit.protocols.vector import matches_filter
 from ragkit.query.items import EntityItem, RelationItem
 from ragkit.schema import DocStatus
@@ -60,9 +60,8 @@ async def resolve_scope(
 class Restrictor:
     """Applies a scope to found entities and relations."""
 
-    def __init__(self, stores: Stores, merger: Merger, scope: Scope) -> None:
+    def __init__(self, stores: Stores, scope: Scope) -> None:
         self.stores = stores
-        self.merger = merger
         self.scope = scope
         self._extractions: dict[str, ChunkExtraction | None] = {}
 
@@ -71,7 +70,7 @@ class Restrictor:
         for item in items:
             props = await self._restrict(item.props, lambda ex: [
                 Fragment(ex.chunk_id, e) for e in ex.entities if entity_key(e.name) == item.key
-            ], lambda frags: self.merger.entity(item.key, frags))
+            ], lambda frags: entity_properties(item.key, frags))
             if props is not None:
                 item.props = props
                 out.append(item)
@@ -82,7 +81,7 @@ class Restrictor:
         for item in items:
             props = await self._restrict(item.props, lambda ex: [
                 Fragment(ex.chunk_id, r) for r in ex.relations if relation_key(r.source, r.target) == item.key
-            ], lambda frags: self.merger.relation(item.key, frags))
+            ], lambda frags: relation_properties(item.key, frags))
             if props is not None:
                 item.props = props
                 out.append(item)
@@ -96,7 +95,7 @@ class Restrictor:
         if len(inside) == len(sources):
             return props
         frags = [f for ex in await self._load(inside) for f in fragments_of(ex)]
-        return await merge(frags) if frags else None
+        return merge(frags) if frags else None
 
     async def _load(self, chunk_ids: list[str]) -> list[ChunkExtraction]:
         wanted = [c for c in chunk_ids if c not in self._extractions]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ragkit.pipeline.stores import Stores
+from ragkit.core.stores import Stores
 from ragkit.protocols import Embedder
 from ragkit.query import ppr
 from ragkit.query.items import ChunkItem, EntityItem, Pair, RelationItem

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragkit.pipeline.stores import Stores
+from ragkit.core.stores import Stores
 from ragkit.schema import DocStatus
 
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from ragkit.cli.main import main
+from ragkit.core.tokens import request_tokens
 from ragkit.pipeline.dry_run import dry_run
-from ragkit.tokenizer import request_tokens
 from ragkit.pipeline.extract import ExtractConfig
 from ragkit.pipeline.index import IndexConfig
 from ragkit.protocols import ChatRequest, Completion

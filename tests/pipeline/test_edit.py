@@ -21,7 +21,6 @@ from ragkit.pipeline.check import check
 from ragkit.pipeline.edit import CustomKG, GraphEditor
 from ragkit.pipeline.graph_update import Changes
 from ragkit.pipeline.index import IndexConfig
-from ragkit.query.lines import public_properties
 from ragkit.rag import RAG
 from ragkit.schema import Document
 from ragkit.settings import Settings
@@ -357,7 +356,7 @@ async def test_custom_kg_insert_query_reinsert_and_delete(rag):
     c1, c2 = report.chunk_ids
     g = rag.stores.graph
 
-    ragkit = public_properties(await g.get_node("ragkit"))
+    ragkit = await g.get_node("ragkit")
     assert ragkit == {"name": "Ragkit", "type": "software", "description": "A graph-RAG framework.", "source_ids": [c1]}
     edge = await g.get_edge("networkx", "ragkit")
     assert edge["weight"] == 3.0 and edge["keywords"] == "uses" and edge["source_ids"] == [c1]

@@ -20,7 +20,6 @@ from ragkit.cli.main import main
 from ragkit.errors import ExportError
 from ragkit.pipeline.export import LIST_SEPARATOR, resolve_format
 from ragkit.pipeline.index import IndexConfig
-from ragkit.query.lines import public_properties
 from ragkit.rag import RAG
 from ragkit.schema import Document
 from ragkit.settings import Settings, load_settings
@@ -68,15 +67,35 @@ def cited(snap: dict) -> set[str]:
     return {c for p in [*snap["nodes"].values(), *snap["edges"].values()] for c in p["source_ids"]}
 
 
+async def test_stores_hold_data_only(rag):
+    """Indexing, a custom KG and a manual edit write no query bookkeeping (such
+    as token counts of the context lines, which depend on the tokenizer) into
+    any node, edge, chunk record or vector: how the query side renders and
+    counts is its own business (``ragkit/query/counting.py``)."""
+    snap = rag.snap
+    assert {k for p in snap["nodes"].values() for k in p} == {"name", "type", "description", "source_ids"}
+    assert {k for p in snap["edges"].values() for k in p} == {
+        "source", "target", "keywords", "description", "weight", "source_ids"}
+    records = await rag.stores.chunks.get_many(snap["chunks"])
+    assert {k for r in records for k in r} == {"doc_id", "content", "order", "tokens", "file_path"}
+    vectors = {
+        "chunk_vectors": {"doc_id", "order", "file_path"},
+        "entity_vectors": {"key", "name"},
+        "relation_vectors": {"source", "target"},
+    }
+    for name, keys in vectors.items():
+        found = await getattr(rag.stores, name).get(snap[name])
+        assert {k for v in found for k in v.metadata} == keys, name
+
+
 async def test_json_round_trip(rag, tmp_path):
     snap = rag.snap
     summary = await rag.aexport(tmp_path / "graph.json")
     data = json.loads((tmp_path / "graph.json").read_text(encoding="utf-8"))
     assert summary.format == "json" and data["format"] == "ragkit-graph"
-    # Everything stored but the line counts kept for queries (bookkeeping).
-    assert {n["id"]: n["properties"] for n in data["nodes"]} == {k: public_properties(p) for k, p in snap["nodes"].items()}
-    assert {(e["source"], e["target"]): e["properties"] for e in data["edges"]} == {
-        k: public_properties(p) for k, p in snap["edges"].items()}
+    # Everything stored, as stored: the graph holds data only, nothing for queries to strip.
+    assert {n["id"]: n["properties"] for n in data["nodes"]} == snap["nodes"]
+    assert {(e["source"], e["target"]): e["properties"] for e in data["edges"]} == snap["edges"]
     chunks = {c["id"]: c for c in data["chunks"]}
     assert set(chunks) == cited(snap) and summary.chunks == len(chunks)
     assert (summary.entities, summary.relations) == (len(snap["nodes"]), len(snap["edges"]))
@@ -102,7 +121,6 @@ async def test_graphml_round_trip(rag, tmp_path):
         node = graph.nodes[key]
         assert node["source_ids"].split(LIST_SEPARATOR) == props["source_ids"]
         assert node["description"] == props["description"] and node["type"] == props["type"]
-        assert "line_tokens" not in node
     (a, b), props = next(iter(snap["edges"].items()))
     assert graph.edges[a, b]["weight"] == props["weight"]
     assert graph.edges[a, b]["source_ids"].split(LIST_SEPARATOR) == props["source_ids"]

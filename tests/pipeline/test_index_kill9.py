@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from ragkit.pipeline.check import check
-from ragkit.pipeline.stores import Stores
-from ragkit.schema import LEGACY_DELETING_FLAG, DocStatus
+from ragkit.core.stores import Stores
+from ragkit.schema import DocStatus
 from ragkit.settings import Settings
 from ragkit.testing.snapshot import store_snapshot
 

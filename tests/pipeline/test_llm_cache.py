@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from ragkit.pipeline.llm_cache import PrioritySemaphore
+from ragkit.core.llm_cache import PrioritySemaphore
 
 
 async def test_waiters_are_served_by_priority_then_arrival():

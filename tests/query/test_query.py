@@ -7,12 +7,15 @@ import json
 
 import pytest
 
+from ragkit.core.extraction import ChunkExtraction
+from ragkit.core.tokens import request_tokens
 from ragkit.errors import InvalidValueError
-from ragkit.pipeline.extract import ChunkExtraction
 from ragkit.query.answer import build_answer_request
+from ragkit.query.context import CHUNK_HEADER, ENTITY_HEADER, REFERENCE_HEADER, RELATION_HEADER
+from ragkit.query.counting import TokenCounts
 from ragkit.schema import QueryParam
 from ragkit.testing import ScriptedLLM
-from ragkit.tokenizer import request_tokens
+from ragkit.tokenizer import TiktokenTokenizer
 
 from .conftest import make_rag, supporting_titles
 
@@ -25,32 +28,82 @@ BUDGETS = {
 }
 
 
+class CharTokenizer:
+    """One token per character: reference numbers of two digits are two
+    tokens, and a token boundary falls everywhere (``splits_between``)."""
+
+    name = "test-chars"
+
+    def encode(self, text: str) -> list[int]:
+        return [ord(c) for c in text]
+
+    def decode(self, tokens) -> str:
+        return "".join(map(chr, tokens))
+
+    def count(self, text: str) -> int:
+        return len(text)
+
+    def splits_between(self, before: str, after: str) -> bool:
+        return True
+
+
+class Unpromising:
+    """A real BPE tokenizer (o200k_base) that promises no token boundary, like
+    any third-party tokenizer: contexts are then counted as whole texts."""
+
+    def __init__(self) -> None:
+        self.inner = TiktokenTokenizer({"encoding": "o200k_base"})
+        self.name = "test-o200k-no-boundaries"
+
+    def encode(self, text: str) -> list[int]:
+        return self.inner.encode(text)
+
+    def decode(self, tokens) -> str:
+        return self.inner.decode(tokens)
+
+    def count(self, text: str) -> int:
+        return self.inner.count(text)
+
+
+TOKENIZERS = {
+    "cl100k": lambda: None,  # the default
+    "o200k": lambda: TiktokenTokenizer({"encoding": "o200k_base"}),
+    "chars": CharTokenizer,
+    "unpromising": Unpromising,
+}
+
+
+def sections(context: str) -> dict[str, str]:
+    """The context's sections by header (a JSON line never holds a raw line break)."""
+    return {text.split("\n", 1)[0]: text for text in context.split("\n\n")} if context else {}
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
 @pytest.mark.parametrize("budget", BUDGETS)
 @pytest.mark.parametrize("mode", CONTEXT_MODES)
-async def test_context_stays_within_every_budget_and_references_resolve(indexed, questions, mode, budget):
+async def test_context_is_counted_exactly_and_fits_every_budget(indexed, questions, mode, budget, tokenizer):
+    """Troubleshoot a count mismatch with ``TokenCounts.groups`` on the context's
+    pieces: a boundary was assumed where the tokenizer merges across it."""
     param = QueryParam(mode=mode, only_need_context=True, **BUDGETS[budget])
-    async with make_rag(indexed) as rag:
+    async with make_rag(indexed, tokenizer=TOKENIZERS[tokenizer]()) as rag:
+        count = rag.tokenizer.count
         for q in questions:
             result = await rag.aquery(q["question"], param)
-            count = rag.tokenizer.count
             entity_lines = [line for line in result.context.splitlines() if line.startswith('{"entity":')]
             relation_lines = [line for line in result.context.splitlines() if line.startswith('{"entity1"')]
             assert len(entity_lines) == len(result.entities) and len(relation_lines) == len(result.relations)
             tokens = result.metadata["tokens"]
+            shown = sections(result.context)
+            assert tokens["context"] == count(result.context)
+            for name, header in [("entities", ENTITY_HEADER), ("relations", RELATION_HEADER),
+                                 ("chunks", CHUNK_HEADER), ("references", REFERENCE_HEADER)]:
+                assert tokens[name] == count(shown.get(header, "")), name
             assert tokens["entities"] <= param.max_entity_tokens
             assert tokens["relations"] <= param.max_relation_tokens
-            assert tokens["prompt_total"] <= param.max_total_tokens
-            # Counted line by line: an upper bound, about a token per graph line above.
-            exact = count(result.context)
-            assert exact <= tokens["context"] <= exact + len(result.entities) + len(result.relations) + 2, (
-                exact, tokens["context"])
-            # The prompt really sent would be this size: rebuild and count it.
-            prompt = (await rag.aquery(q["question"], param.model_copy(update={
-                "only_need_context": False, "only_need_prompt": True}))).prompt
-            assert result.context in prompt
+            # The prompt really sent: rebuild it and count it.
             request = build_answer_request(q["question"], result.context, history=[],
                                            response_type=param.response_type, language=param.language)
-            assert tokens["prompt_total"] >= request_tokens(rag.tokenizer, request)
+            assert tokens["prompt_total"] == request_tokens(rag.tokenizer, request) <= param.max_total_tokens
             assert result.chunks, "every question should find some source chunk"
             stored = await rag.stores.chunks.get_many([c["id"] for c in result.chunks])
             for chunk, record in zip(result.chunks, stored):
@@ -60,6 +113,18 @@ async def test_context_stays_within_every_budget_and_references_resolve(indexed,
             for chunk in result.chunks:
                 ref = by_number[chunk["reference"]]
                 assert ref.doc_id == chunk["doc_id"] and chunk["id"] in ref.chunk_ids
+
+
+async def test_the_prompt_shown_is_the_prompt_counted(indexed, questions):
+    param = QueryParam(mode="mix", only_need_context=True)
+    async with make_rag(indexed) as rag:
+        for q in questions[:3]:
+            result = await rag.aquery(q["question"], param)
+            prompt = (await rag.aquery(q["question"], param.model_copy(update={
+                "only_need_context": False, "only_need_prompt": True}))).prompt
+            request = build_answer_request(q["question"], result.context, history=[],
+                                           response_type=param.response_type, language=param.language)
+            assert prompt == f"[system]\n{request.system}\n\n[user]\n{q['question']}"
 
 
 @pytest.mark.parametrize("mode", GRAPH_MODES)
@@ -242,17 +307,8 @@ async def _processed(rag):
         cursor = page.next_cursor
 
 
-def test_request_tokens_counts_every_message(workdir):
-    from ragkit.protocols import ChatRequest
-    from ragkit.protocols.models import Message
-
-    tok = make_rag(workdir).tokenizer
-    request = ChatRequest(prompt="one two", system="three", history=(Message(role="user", content="four five"),))
-    assert request_tokens(tok, request) == tok.count("one two") + tok.count("three") + tok.count("four five")
-
-
 class _Recording:
-    """The real tokenizer, recording what it is asked to count."""
+    """A real tokenizer, recording what it is asked to count."""
 
     def __init__(self, inner) -> None:
         self.inner, self.name, self.texts = inner, inner.name, []
@@ -265,36 +321,65 @@ class _Recording:
         return getattr(self.inner, name)
 
 
-async def test_chunk_lines_are_counted_when_indexed_not_when_queried(workdir, questions):
+async def test_context_pieces_are_encoded_once_per_tokenizer(workdir, questions):
+    """Token counts live with the query side (``TokenCounts``, per tokenizer
+    object), not in the stores: asking again encodes nothing, and other
+    questions encode only pieces no query showed before (chunk text and
+    descriptions are shared; a line's references are counted apart)."""
     param = QueryParam(mode="mix", only_need_context=True)
-    async with make_rag(workdir) as rag:
-        plain = await rag.aquery(questions[0]["question"], param)
-        recording = _Recording(rag.tokenizer)
-        rag.tokenizer = recording
-        result = await rag.aquery(questions[0]["question"], param)
-        assert result.context == plain.context and result.metadata["tokens"] == plain.metadata["tokens"]
-        chunk_lines = [t for t in recording.texts if t.startswith('{"ref"')]
-        assert result.chunks and not chunk_lines
-        # A count stored by another tokenizer or line format is not trusted: counted afresh, same result.
-        records = await rag.stores.chunks.get_many([c["id"] for c in result.chunks])
-        await rag.stores.chunks.upsert({c["id"]: {**r, "line_tokens": "other-tokenizer|00000000|1"}
-                                        for c, r in zip(result.chunks, records)})
-        recount = await rag.aquery(questions[0]["question"], param)
-        assert recount.metadata["tokens"] == plain.metadata["tokens"]
-        assert len([t for t in recording.texts if t.startswith('{"ref"')]) >= len(result.chunks)
+    recording = _Recording(TiktokenTokenizer())
+    async with make_rag(workdir, tokenizer=recording) as rag:
+        first = await rag.aquery(questions[0]["question"], param)
+        encoded = len(recording.texts)
+        assert encoded and TokenCounts.of(recording).encoded == encoded
+        again = await rag.aquery(questions[0]["question"], param)
+        assert again.context == first.context and again.metadata["tokens"] == first.metadata["tokens"]
+        assert len(recording.texts) == encoded, recording.texts[encoded:]
+        for q in questions[1:4]:
+            await rag.aquery(q["question"], param)
+        assert len(recording.texts) == len(set(recording.texts)), "a piece was encoded twice"
+        # Each chunk's text is encoded once whatever reference number it shows.
+        chunk_texts = [t for t in recording.texts if t.startswith(' "content": ')]
+        assert len(chunk_texts) == len({t.rstrip("\n") for t in chunk_texts})
+    other = TiktokenTokenizer({"encoding": "o200k_base"})
+    assert TokenCounts.of(other) is TokenCounts.of(other) is not TokenCounts.of(recording)
 
 
-def test_shown_lines_are_the_plain_lines_plus_refs():
-    from ragkit.query.lines import chunk_line, item_line, with_reference, with_refs
+def test_token_counts_keep_the_most_recently_used():
+    tok = _Recording(TiktokenTokenizer())
+    counts = TokenCounts(tok, max_chars=4)
+    for text in ["aa", "b", "c", "aa", "d", "b", "aa"]:
+        assert counts.count(text) == tok.inner.count(text)
+    # "d" pushed out "b", the least recently used; "b" pushed out "c"; "aa" stayed.
+    assert tok.texts == ["aa", "b", "c", "d", "b"] and counts.chars == 4
+    counts.count("eeeee")
+    assert counts.chars == 5 and counts.count("eeeee") and tok.texts[-1] == "eeeee"  # a long one is kept alone
+
+
+def test_lines_are_json_of_their_rows_and_cut_where_the_numbers_start():
     from ragkit.query.items import ChunkItem, EntityItem, RelationItem
+    from ragkit.query.lines import chunk_line_parts, chunk_row, graph_line_parts, graph_row, render
 
-    entity = EntityItem({"name": 'A "quoted" name', "type": "person", "description": "Line one.\nLine two ü."}, "s",
-                        key="a")
+    entity = EntityItem({"name": 'A "quoted" name', "type": "person",
+                         "description": 'Line one.\nLine ü, "refs": [9]} two.'}, "s", key="a")
     relation = RelationItem({"source": "A", "target": "B", "keywords": "k", "description": "d}"}, "s", key=("a", "b"))
     for item in (entity, relation):
+        heads = set()
         for refs in ([], [3], [1, 2, 10]):
-            assert with_refs(item_line(item, []), refs) == item_line(item, refs)
-            json.loads(item_line(item, refs))
-    chunk = ChunkItem("c", '{"ref": 0, "content": 1}\n"x"', "d", None, "chunk_vectors")
-    for n in (1, 9, 123):
-        assert with_reference(chunk_line(chunk, 0), n) == chunk_line(chunk, n)
+            line = render(graph_row(item, refs))
+            assert json.loads(line) == graph_row(item, refs) and "\n" not in line
+            head, tail = graph_line_parts(line)
+            assert head + tail == line and json.loads("{" + tail[1:]) == {"refs": refs}
+            heads.add(head)
+        assert len(heads) == 1, "the part before the refs does not depend on them"
+    tricky = {"a": 'quote " backslash \\ tab \t nul \x00 é 漢 🙂 \u2028 \ud800', "n": [1, -2, 10**20], "e": ""}
+    assert render(tricky) == json.dumps(tricky, ensure_ascii=False)
+    chunk = ChunkItem("c", '{"ref": 0, "content": 1}, "x"\n', "d", None, "chunk_vectors")
+    rests = set()
+    for n in (0, 1, 9, 123):
+        line = render(chunk_row(chunk, n))
+        assert json.loads(line) == {"ref": n, "content": chunk.content}
+        head, rest = chunk_line_parts(line)
+        assert head + rest == line and head == f'{{"ref": {n},'
+        rests.add(rest)
+    assert len(rests) == 1

@@ -1,0 +1,128 @@
+"""The index side and the query side do not lean on each other.
+
+``ragkit/pipeline`` (documents in, graph and indexes out) and ``ragkit/query``
+(a question in, a context and an answer out) share what lies under both:
+``ragkit/core`` (the stores bundle, graph keys, the LLM cache, token counting,
+extractions and the pure merge), the protocols and the schema. Neither imports
+the other, and ``ragkit/core`` imports neither, so either side can change (or
+run in its own process) without the other.
+
+Every ``.py`` file is parsed with ``ast``, not imported: imports inside
+functions, under ``if TYPE_CHECKING`` and relative ones count as much as the
+module-level ones. If this fails, move what both sides need into
+``ragkit/core`` (or into the side that owns it) instead of importing across.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import ragkit
+
+ROOT = Path(ragkit.__file__).resolve().parent
+FORBIDDEN = {
+    "pipeline": ("ragkit.query",),
+    "query": ("ragkit.pipeline",),
+    "core": ("ragkit.pipeline", "ragkit.query"),
+}
+"""A subpackage of ragkit -> the packages none of its modules may import."""
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(source: str, module: str, is_package: bool = False) -> Iterator[tuple[int, str]]:
+    """(line, dotted name) of everything ``source`` (the text of ``module``)
+    imports, anywhere in it. ``from a import b`` yields ``a`` and ``a.b``: ``b``
+    may be a module (``from ragkit import query``). Calls of
+    ``importlib.import_module("...")`` / ``__import__("...")`` with a literal
+    name count too."""
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node.module, node.level, package)
+            yield node.lineno, base
+            for alias in node.names:
+                yield node.lineno, f"{base}.{alias.name}"
+        elif isinstance(node, ast.Call) and _is_dynamic_import(node.func):
+            if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                yield node.lineno, node.args[0].value
+
+
+def _absolute(name: str | None, level: int, package: str) -> str:
+    if level == 0:
+        return name or ""
+    parts = package.split(".")
+    if level - 1 >= len(parts):
+        raise ValueError(f"relative import beyond the top package from {package}")
+    base = ".".join(parts[: len(parts) - (level - 1)])
+    return f"{base}.{name}" if name else base
+
+
+def _is_dynamic_import(func: ast.expr) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id in ("__import__", "import_module")
+    return isinstance(func, ast.Attribute) and func.attr == "import_module"
+
+
+def within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def violations(side: str) -> list[str]:
+    found: dict[str, str] = {}
+    for path in sorted((ROOT / side).rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        for line, name in imported(source, module_name(path), path.name == "__init__.py"):
+            if any(within(name, banned) for banned in FORBIDDEN[side]):
+                found.setdefault(f"{path.relative_to(ROOT.parent)}:{line}", name)  # one name per line
+    return [f"{where} imports {name}" for where, name in found.items()]
+
+
+@pytest.mark.parametrize("side", FORBIDDEN)
+def test_no_side_imports_the_other(side):
+    files = list((ROOT / side).rglob("*.py"))
+    assert files, f"ragkit/{side} has no modules: the layer this test guards is missing"
+    found = violations(side)
+    assert not found, (
+        f"ragkit/{side} must not import {' or '.join(FORBIDDEN[side])}; move what both sides "
+        "need into ragkit/core:\n" + "\n".join(found)
+    )
+
+
+CASES = {
+    "import ragkit.query.lines": "ragkit.query.lines",
+    "from ragkit.query import engine": "ragkit.query",
+    "from ragkit import query": "ragkit.query",
+    "from ..query import lines": "ragkit.query",
+    "from .. import query": "ragkit.query",
+    "from ..query.lines import x": "ragkit.query.lines",
+    "def f():\n    from ragkit.query.lines import x": "ragkit.query.lines",
+    "class C:\n    def m(self):\n        import ragkit.query": "ragkit.query",
+    "if TYPE_CHECKING:\n    from ragkit.query.items import ChunkItem": "ragkit.query.items",
+    "import importlib\nimportlib.import_module('ragkit.query.engine')": "ragkit.query.engine",
+}
+
+
+@pytest.mark.parametrize("source", CASES)
+def test_every_form_of_import_is_seen(source):
+    """The checker itself: each way of writing an import, in a module of ragkit/pipeline."""
+    names = [name for _, name in imported(source, "ragkit.pipeline.example")]
+    assert CASES[source] in names, names
+    assert any(within(n, "ragkit.query") for n in names)
+
+
+def test_relative_imports_resolve_from_a_package_and_from_a_module():
+    assert [n for _, n in imported("from . import x", "ragkit.core", is_package=True)] == ["ragkit.core", "ragkit.core.x"]
+    assert [n for _, n in imported("from . import x", "ragkit.core.stores")] == ["ragkit.core", "ragkit.core.x"]
+    assert [n for _, n in imported("from .. import x", "ragkit.core.stores")][0] == "ragkit"
+    assert not any(within(n, "ragkit.query") for _, n in imported("import ragkit.querying", "ragkit.core.stores"))
