@@ -333,3 +333,30 @@ def _hashable(key: object) -> bool:
 
 def _lookup(found: Mapping[Any, T], key: object) -> T | None:
     return found.get(key) if _hashable(key) else None
+
+
+class KeyedStore(BaseStore):
+    """A store of records under string ids (KV, vector, doc status): deleting by
+    id and counting are the same rule for each."""
+
+    @template("_delete")
+    async def delete(self, ids: Iterable[str]) -> None:
+        """Remove these ids; missing ids are not an error."""
+        self._check_open()
+        wanted = unique_keys(ids)
+        if wanted:
+            await self._delete(wanted)
+
+    @template("_count")
+    async def count(self) -> int:
+        """Number of records in this namespace and workspace."""
+        self._check_open()
+        return int(await self._count())
+
+    @abstractmethod
+    async def _delete(self, ids: list[str]) -> None:
+        """Remove these ids (distinct, storable, at least one)."""
+
+    async def _count(self) -> int:
+        """Hook of ``count()``."""
+        raise NotImplementedError

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from ragkit.errors import InvalidTransitionError, InvalidValueError, describe_validation_error
-from ragkit.protocols.base import BaseStore, in_order, storable_key, template, unique_keys
+from ragkit.protocols.base import BaseStore, KeyedStore, in_order, storable_key, template, unique_keys
 from ragkit.schema import (
     ALLOWED_TRANSITIONS,
     DocStatus,
@@ -30,7 +30,7 @@ class StatusRow(NamedTuple):
     data: str
 
 
-class DocStatusStore(BaseStore):
+class DocStatusStore(KeyedStore):
     """Where each document is in its lifecycle.
 
     ``pending -> processing -> processed | failed``, and ``deleting`` from any
@@ -70,14 +70,6 @@ class DocStatusStore(BaseStore):
         rows = {row.id: row for row in map(status_row, records)}  # the last of an id wins
         if rows:
             await self._upsert(list(rows.values()))
-
-    @template("_delete")
-    async def delete(self, ids: Iterable[str]) -> None:
-        """Missing ids are not an error."""
-        self._check_open()
-        wanted = unique_keys(ids)
-        if wanted:
-            await self._delete(wanted)
 
     @template("_counts")
     async def counts(self) -> dict[DocStatus, int]:
@@ -132,10 +124,6 @@ class DocStatusStore(BaseStore):
     @abstractmethod
     async def _upsert(self, rows: list[StatusRow]) -> None:
         """Write (replace) these records; their ids are distinct."""
-
-    @abstractmethod
-    async def _delete(self, ids: list[str]) -> None:
-        """Remove these ids (distinct, at least one)."""
 
     @abstractmethod
     async def _counts(self) -> Mapping[DocStatus | str, int]:

@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from ragkit.errors import InvalidValueError
-from ragkit.protocols.base import BaseStore, in_order, storable_key, template, unique_keys
+from ragkit.protocols.base import BaseStore, KeyedStore, in_order, storable_key, template, unique_keys
 
 
-class KVStore(BaseStore):
+class KVStore(KeyedStore):
     """Namespaced records: ``str`` key -> JSON object (``dict``).
 
     Semantics every adapter must follow (the contract suite checks each):
@@ -60,20 +60,6 @@ class KVStore(BaseStore):
         if encoded:
             await self._upsert(encoded)
 
-    @template("_delete")
-    async def delete(self, keys: Iterable[str]) -> None:
-        """Remove these keys; missing keys are not an error."""
-        self._check_open()
-        wanted = unique_keys(keys)
-        if wanted:
-            await self._delete(wanted)
-
-    @template("_count")
-    async def count(self) -> int:
-        """Number of records in this namespace and workspace."""
-        self._check_open()
-        return int(await self._count())
-
     @template("_keys")
     def keys(self) -> AsyncIterator[str]:
         """Every key once, any order."""
@@ -100,10 +86,6 @@ class KVStore(BaseStore):
     @abstractmethod
     async def _upsert(self, records: dict[str, str]) -> None:
         """Write every record, given as key -> JSON text from ``encode_record``."""
-
-    @abstractmethod
-    async def _delete(self, keys: list[str]) -> None:
-        """Remove these keys (distinct, storable, at least one)."""
 
     @abstractmethod
     async def _count(self) -> int: ...

@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 
 from ragkit.errors import DimensionMismatchError, InvalidValueError
-from ragkit.protocols.base import BaseStore, StoreConfig, in_order, storable_key, template, unique_keys
+from ragkit.protocols.base import BaseStore, KeyedStore, StoreConfig, in_order, storable_key, template, unique_keys
 from ragkit.schema import JSONScalar, VectorHit, VectorRecord
 
 Filter = Mapping[str, Any]
 
 
-class VectorStore(BaseStore):
+class VectorStore(KeyedStore):
     """Vectors of a fixed dimension with scalar metadata, searched by cosine.
 
     Semantics every adapter must follow (the contract suite checks each):
@@ -100,19 +100,6 @@ class VectorStore(BaseStore):
         wanted = unique_keys(ids)
         return self.records_in_order(ids, await self._get(wanted) if wanted else {})
 
-    @template("_delete")
-    async def delete(self, ids: Iterable[str]) -> None:
-        """Remove these ids; missing ids are not an error."""
-        self._check_open()
-        wanted = unique_keys(ids)
-        if wanted:
-            await self._delete(wanted)
-
-    @template("_count")
-    async def count(self) -> int:
-        self._check_open()
-        return int(await self._count())
-
     @template("_ids")
     def ids(self) -> AsyncIterator[str]:
         """Every stored id once, any order."""
@@ -141,10 +128,6 @@ class VectorStore(BaseStore):
     @abstractmethod
     async def _get(self, ids: list[str]) -> Mapping[str, tuple[Any, Mapping[str, Any]]]:
         """``{id: (vector, metadata)}`` of the stored ones among ``ids``."""
-
-    @abstractmethod
-    async def _delete(self, ids: list[str]) -> None:
-        """Remove these ids (distinct, at least one)."""
 
     @abstractmethod
     async def _count(self) -> int: ...
