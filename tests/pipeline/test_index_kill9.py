@@ -30,7 +30,7 @@ import pytest
 
 from ragkit.pipeline.check import check
 from ragkit.core.stores import Stores
-from ragkit.schema import DocStatus
+from ragkit.schema import LEGACY_DELETING_FLAG, DocStatus
 from ragkit.settings import Settings
 from ragkit.testing.snapshot import store_snapshot
 
