@@ -126,3 +126,37 @@ def test_relative_imports_resolve_from_a_package_and_from_a_module():
     assert [n for _, n in imported("from . import x", "ragkit.core.stores")] == ["ragkit.core", "ragkit.core.x"]
     assert [n for _, n in imported("from .. import x", "ragkit.core.stores")][0] == "ragkit"
     assert not any(within(n, "ragkit.query") for _, n in imported("import ragkit.querying", "ragkit.core.stores"))
+
+
+# -- what the index side writes ----------------------------------------------------------------
+
+
+async def test_indexed_records_hold_no_query_side_token_counts(tmp_path):
+    """Issue 14 finding 2: indexing used to write a tokenizer-specific
+    ``line_tokens`` count into every chunk, node and edge (in every backend)
+    for the query side's context lines. Stored records now hold the data only:
+    no property or field names a line's token count, in any store."""
+    from ragkit.rag import RAG
+    from ragkit.settings import Settings
+    from ragkit.testing import HashEmbedder
+
+    texts = [
+        "Ada Lovelace worked with Charles Babbage on the Analytical Engine in London.",
+        "Charles Babbage designed the Difference Engine. Babbage taught at Cambridge.",
+    ]
+    async with RAG(Settings(working_dir=tmp_path), embedder=HashEmbedder({"dimension": 32})) as rag:
+        await rag.ainsert(texts)
+        stores = rag.stores
+        nodes = [n.properties async for n in stores.graph.nodes()]
+        edges = [e.properties async for e in stores.graph.edges()]
+        chunks = await stores.chunks.get_many([k async for k in stores.chunks.keys()])
+        vectors = [
+            rec.metadata
+            for store in (stores.chunk_vectors, stores.entity_vectors, stores.relation_vectors)
+            for rec in await store.get([i async for i in store.ids()])
+            if rec is not None
+        ]
+    assert nodes and edges and chunks and vectors
+    for record in [*nodes, *edges, *chunks, *vectors]:
+        assert not [k for k in record if "line" in k.lower()], record
+        assert not [v for v in record.values() if isinstance(v, str) and v.count("|") == 2 and v.startswith("cl100k")]
