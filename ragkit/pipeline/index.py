@@ -155,7 +155,10 @@ class Indexer:
         except Exception as exc:  # one bad document must not stop the run
             from ragkit.redact import redact  # stored and printed: a server's error text may echo a key
 
-            outcome.error = redact(f"{_named(doc)}: {type(exc).__name__}: {exc}", exc=exc)
+            error = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, ExtractionError):  # its message names only a chunk: say which document
+                error += f" ({_named(doc)})"
+            outcome.error = redact(error, exc=exc)
         return outcome
 
     async def _status(self, doc_id: str, status: DocStatus, chunks: list[Chunk] | None = None, error: str | None = None) -> DocStatusRecord:
@@ -319,7 +322,7 @@ def unstorable(extractions: Sequence[ChunkExtraction]) -> str | None:
 
 def _named(doc: Document) -> str:
     """A document as an error names it: id and file path (made printable)."""
-    return f"document {doc.id} ({clean(doc.file_path) if doc.file_path else 'no file path'})"
+    return f"document {doc.id}, {clean(doc.file_path) if doc.file_path else 'no file path'}"
 
 
 def chunk_record(chunk: Chunk) -> dict:
