@@ -9,6 +9,12 @@ only fills the committer's queue) after everything else. A summary call holds up
 the single committer, and with it every extracted document; queued behind a few
 dozen extraction calls it left the committer a growing backlog that ran alone,
 with idle slots, after the last extraction (benchmarks/README.md).
+
+Every answer is made storable (``ragkit.core.text.clean``) before it is cached
+or returned, so an answer holding a lone surrogate or a NUL can neither fail
+its cache write nor, cached, fail every later run. ``complete_checked`` caches
+an answer only once the caller's check accepted it: an extraction is parsed and
+validated before it is cached, never after.
 """
 
 from __future__ import annotations
@@ -18,10 +24,14 @@ import contextlib
 import heapq
 import itertools
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from ragkit.core.text import clean
 from ragkit.protocols import LLM, ChatRequest, KVStore
+
+T = TypeVar("T")
 
 BULK_ROLES = frozenset({"extraction"})
 """Roles served after every other waiting call."""
@@ -97,22 +107,56 @@ class CachedLLM:
         self.stats = LLMStats()
 
     async def complete(self, request: ChatRequest, *, use_cache: bool = True) -> str:
-        key = request.cache_key(self.llm.model_id)
-        if use_cache and self.cache is not None:
-            hit = await self.cache.get(key)
+        if use_cache:
+            hit = await self._cached(request)
             if hit is not None:
-                self.stats.cache_hits[request.role] += 1
-                return hit["text"]
+                return hit
+        text = await self._ask(request)
+        if use_cache:
+            await self._store(request, text)
+        return text
+
+    async def complete_checked(self, request: ChatRequest, check: Callable[[str], T]) -> T:
+        """``check(answer)``, caching the answer only when the check returns.
+
+        A check that raises leaves nothing cached (an earlier cached answer it
+        rejects is forgotten), so the next run asks the model again.
+        """
+        hit = await self._cached(request)
+        if hit is not None:
+            try:
+                return check(hit)
+            except Exception:
+                await self.forget(request)
+                raise
+        text = await self._ask(request)
+        result = check(text)
+        await self._store(request, text)
+        return result
+
+    async def _cached(self, request: ChatRequest) -> str | None:
+        if self.cache is None:
+            return None
+        hit = await self.cache.get(request.cache_key(self.llm.model_id))
+        if hit is None:
+            return None
+        self.stats.cache_hits[request.role] += 1
+        return clean(hit["text"])  # cached before answers were cleaned: NUL was storable
+
+    async def _ask(self, request: ChatRequest) -> str:
         async with self.semaphore.slot(1 if request.role in BULK_ROLES else 0):
             completion = await self.llm.complete(request)
         self.stats.calls[request.role] += 1
         self.stats.input_tokens[request.role] += completion.usage.input_tokens
         self.stats.output_tokens[request.role] += completion.usage.output_tokens
-        if use_cache and self.cache is not None:
-            await self.cache.upsert(
-                {key: {"text": completion.text, "model_id": self.llm.model_id, "role": request.role}}
-            )
-        return completion.text
+        return clean(completion.text)
+
+    async def _store(self, request: ChatRequest, text: str) -> None:
+        if self.cache is not None:
+            await self.cache.upsert({
+                request.cache_key(self.llm.model_id):
+                    {"text": text, "model_id": self.llm.model_id, "role": request.role}
+            })
 
     async def stream(self, request: ChatRequest):
         """Pieces of the answer as they come; never cached (a stream may be cut)."""

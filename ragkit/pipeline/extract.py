@@ -4,6 +4,11 @@ The model's output is untrusted: ``parse_extraction`` never raises, and what it
 drops is counted. Every relation endpoint is made an entity of the same chunk,
 so an edge's sources are always a subset of its endpoints' sources (which is
 what lets delete remove nodes and edges by sources alone).
+
+An answer is parsed and checked before it is cached (``CachedLLM.complete_checked``):
+one that has no readable extraction, or whose extraction no store could keep
+(``ragkit.core.text``), fails its chunk and is not cached, so it can never
+fail a later run.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragkit.core.extraction import ChunkExtraction
 from ragkit.core.keys import entity_key
 from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.text import record_problem
 from ragkit.errors import ExtractionError
-from ragkit.pipeline.parse import parse_extraction
+from ragkit.pipeline.parse import ParsedExtraction, parse_extraction
 from ragkit.pipeline.prompts import build_extraction_request, build_gleaning_request
 from ragkit.schema import Chunk, Entity, Relation
 
@@ -34,20 +40,33 @@ async def extract_chunk(chunk: Chunk, llm: CachedLLM, config: ExtractConfig) -> 
     if config.entity_types is not None:
         kwargs["entity_types"] = config.entity_types
     request = build_extraction_request(chunk.content, **kwargs)
-    answer = await llm.complete(request)
-    parsed = [parse_extraction(answer)]
-    if _unreadable(parsed[0]):
-        await llm.forget(request)
-        detail = parsed[0].warnings[0] if parsed[0].warnings else "empty answer"
-        raise ExtractionError(
-            f"chunk {chunk.id}: the model's answer has no readable extraction ({detail}); "
-            "it was not cached, so the document is retried on the next run"
-        )
+    answer, first = await llm.complete_checked(request, lambda text: _checked(chunk.id, text, first=True))
+    parsed = [first]
     for _ in range(config.gleaning):
         request = build_gleaning_request(request, answer)
-        answer = await llm.complete(request)
-        parsed.append(parse_extraction(answer))
+        answer, more = await llm.complete_checked(request, lambda text: _checked(chunk.id, text))
+        parsed.append(more)
     return combine_extractions(chunk.id, parsed)
+
+
+def _checked(chunk_id: str, answer: str, *, first: bool = False) -> tuple[str, ParsedExtraction]:
+    """The answer and its extraction, or ``ExtractionError`` (and nothing cached)
+    when the first answer is unreadable or any answer holds what no store keeps."""
+    parsed = parse_extraction(answer)
+    if first and _unreadable(parsed):
+        detail = parsed.warnings[0] if parsed.warnings else "empty answer"
+        raise ExtractionError(
+            f"chunk {chunk_id}: the model's answer has no readable extraction ({detail}); "
+            "it was not cached, so the document is retried on the next run"
+        )
+    # The parser makes every field storable; this is the check that it did.
+    problem = record_problem(parsed.model_dump(mode="json", include={"entities", "relations"}), "extraction")
+    if problem:
+        raise ExtractionError(
+            f"chunk {chunk_id}: the model's answer cannot be stored ({problem}); "
+            "it was not cached, so the document is retried on the next run"
+        )
+    return answer, parsed
 
 
 def _unreadable(parsed) -> bool:

@@ -9,6 +9,11 @@ document is ``processed`` only when everything about it is durable, and a
 document found ``processing`` after a crash is removed and redone; the LLM
 cache makes the redo free. A delete marks its documents ``deleting`` first, so
 one cut short is finished by the next run.
+
+A document whose records no store could keep (``ragkit.core.text``) fails
+alone, before the committer writes anything of its batch, with an error naming
+the document and the cause; the other documents of the run and later runs are
+not affected.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from dataclasses import dataclass, field
 
 from ragkit.core.llm_cache import CachedLLM
 from ragkit.core.stores import Stores
+from ragkit.core.text import clean, record_problem
+from ragkit.errors import ExtractionError
 from ragkit.pipeline.chunk import get_chunker
 from ragkit.pipeline.config import IndexConfig
 from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
@@ -142,10 +149,16 @@ class Indexer:
                 await asyncio.gather(*(extract_chunk(c, self.llm, self.config.extract) for c in outcome.chunks))
             )
             self.progress("chunks_extracted", len(outcome.chunks))
+            problem = unstorable(outcome.extractions)
+            if problem:
+                raise ExtractionError(f"the extraction cannot be stored ({problem})")
         except Exception as exc:  # one bad document must not stop the run
             from ragkit.redact import redact  # stored and printed: a server's error text may echo a key
 
-            outcome.error = redact(f"{type(exc).__name__}: {exc}", exc=exc)
+            error = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, ExtractionError):  # its message names only a chunk: say which document
+                error += f" ({_named(doc)})"
+            outcome.error = redact(error, exc=exc)
         return outcome
 
     async def _status(self, doc_id: str, status: DocStatus, chunks: list[Chunk] | None = None, error: str | None = None) -> DocStatusRecord:
@@ -294,6 +307,22 @@ class Indexer:
             if doc is not None:
                 out += [c.id for c in self.chunker.chunk(Document(id=rec.id, content=doc["content"], file_path=doc.get("file_path")))]
         return list(dict.fromkeys(out))
+
+
+def unstorable(extractions: Sequence[ChunkExtraction]) -> str | None:
+    """Why some store would refuse these extractions (graph keys and properties
+    come from them), or ``None``. The parser makes them storable; this is the
+    check, before the committer writes a batch, that one document cannot abort."""
+    for ex in extractions:
+        problem = record_problem(ex.model_dump(mode="json"), f"chunk {ex.chunk_id}")
+        if problem:
+            return problem
+    return None
+
+
+def _named(doc: Document) -> str:
+    """A document as an error names it: id and file path (made printable)."""
+    return f"document {doc.id}, {clean(doc.file_path) if doc.file_path else 'no file path'}"
 
 
 def chunk_record(chunk: Chunk) -> dict:

@@ -20,6 +20,9 @@ Accepted besides the asked format (``ragkit.pipeline.prompts``):
 
 Rules:
 
+- Every field is made storable (``ragkit.core.text.clean``: lone surrogates
+  become U+FFFD, NUL and other C0 controls but tab and line breaks are
+  removed), also after JSON decoding, which can produce them from escapes.
 - Names and other fields are kept as written, trimmed; merging mentions by
   normalised name is the caller's job. Exact duplicate rows are kept once.
 - Dropped rows: fewer fields than the kind needs (entity 4, relation 5; a short
@@ -47,10 +50,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ragkit.core import text as storable
+from ragkit.core.text import MAX_NAME_CHARS
 from ragkit.ids import normalize_name
 from ragkit.schema import Entity, Relation
 
-MAX_NAME_CHARS = 500
 MAX_TYPE_CHARS = 64
 MAX_KEYWORDS_CHARS = 500
 MAX_DESCRIPTION_CHARS = 4000
@@ -82,9 +86,9 @@ class ParsedExtraction(BaseModel):
 
 
 def parse_extraction(text: str) -> ParsedExtraction:
-    # Lone surrogates (from JSON escapes in an API response) would break every
-    # later UTF-8 encode, ids included.
-    text = text.encode("utf-8", "replace").decode("utf-8")
+    # Lone surrogates would break every later UTF-8 encode, ids included; NUL
+    # and other controls are refused by some stores (``ragkit.core.text``).
+    text = storable.clean(text)
     out = _Builder()
     out.complete = bool(_COMPLETE.search(text))
     body = _COMPLETE.sub("\n", text)
@@ -363,7 +367,10 @@ class _Builder:
 
 
 def _clean(field: str) -> str:
-    """Trimmed, line breaks folded, one pair of surrounding quotes removed."""
+    """Trimmed, line breaks folded, one pair of surrounding quotes removed, and
+    storable: JSON escapes (``\\ud800``, ``\\u0000``) are decoded only after the
+    whole answer was cleaned, so every field is cleaned again."""
+    field = storable.clean(field)
     text = " ".join(part.strip() for part in _NEWLINE.split(field)).strip()
     if len(text) >= 2 and _QUOTE_PAIRS.get(text[0]) == text[-1]:
         text = text[1:-1].strip()
@@ -379,8 +386,9 @@ def _name_problem(name: str) -> str | None:
         return "empty name"
     # Both as written and as the entity key: NFKC can multiply the length
     # (U+FDFA is 18 characters), and the key is what stores index.
-    if max(len(name), len(normalize_name(name))) > MAX_NAME_CHARS:
-        return f"name longer than {MAX_NAME_CHARS} characters (as written or normalised) {_snippet(name)}"
+    problem = storable.name_problem(name)
+    if problem:
+        return f"{problem} {_snippet(name)}"
     # Categories P (punctuation), Z (separators) and C (controls): no letter,
     # digit, mark or symbol, so nothing to name.
     if all(unicodedata.category(ch)[0] in "PZC" for ch in name):
