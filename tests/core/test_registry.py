@@ -9,11 +9,11 @@ import types
 import pytest
 
 from ragkit.errors import AdapterNotFoundError, DuplicateAdapterError, PluginLoadError
-from ragkit.plugins import KINDS, Registry, create_model, create_store, get_registry, hookimpl
-from ragkit.plugins.registry import PluginRecord
+from ragkit.plugins import KINDS, create_model, create_store, get_registry, hookimpl
 from ragkit.protocols import KVStore, StoreConfig
 from ragkit.storage import SQLiteKVStore
 from ragkit.testing import HashEmbedder
+from ragkit.testing.registry import registry_with
 
 
 def fake_plugin(name: str, **hooks) -> types.ModuleType:
@@ -22,18 +22,6 @@ def fake_plugin(name: str, **hooks) -> types.ModuleType:
         setattr(module, hook_name, hookimpl(fn))
     return module
 
-
-def registry_with(*modules: types.ModuleType) -> Registry:
-    """A registry holding the built-ins plus in-memory plugin modules."""
-    registry = Registry()
-    registry.load(only=set())  # built-ins only, whatever is installed
-    for module in modules:
-        registry._register(PluginRecord(module.__name__, f"dist-{module.__name__}", "1.0", False), lambda m=module: m)
-    registry._adapters = {k: {} for k in KINDS}
-    for record in registry.plugins:
-        record.adapters.clear()
-    registry._collect()
-    return registry
 
 
 def test_every_kind_has_a_builtin_adapter():

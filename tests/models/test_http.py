@@ -171,18 +171,23 @@ async def test_model_errors_pass_through_unretried():
     assert attempts == 1
 
 
-async def test_concurrency_limit():
-    runner, active, peak = calls(max_concurrency=3), 0, 0
+async def peak_in_flight(runner, n: int, seconds: float) -> int:
+    """The most of ``n`` concurrent ``runner.run`` calls that were in flight at once."""
+    active = peak = 0
 
     async def call():
         nonlocal active, peak
         active += 1
         peak = max(peak, active)
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(seconds)
         active -= 1
 
-    await asyncio.gather(*(runner.run(call) for _ in range(10)))
-    assert peak == 3
+    await asyncio.gather(*(runner.run(call) for _ in range(n)))
+    return peak
+
+
+async def test_concurrency_limit():
+    assert await peak_in_flight(calls(max_concurrency=3), 10, 0.01) == 3
 
 
 def stream_of(*items, fail_after: int | None = None, opened: list | None = None):
@@ -234,22 +239,8 @@ async def test_a_stream_left_early_gives_its_slot_back():
 def test_the_concurrency_limit_is_not_bound_to_one_event_loop():
     """A limit saturated in one loop, then in another: asyncio's own semaphore
     would raise "bound to a different event loop" in the second."""
-    runner, peaks = calls(max_concurrency=2), []
-
-    async def saturate():
-        active = peak = 0
-
-        async def call():
-            nonlocal active, peak
-            active += 1
-            peak = max(peak, active)
-            await asyncio.sleep(0.005)
-            active -= 1
-
-        await asyncio.gather(*(runner.run(call) for _ in range(6)))
-        return peak
-
-    peaks = [asyncio.run(saturate()), asyncio.run(saturate())]
+    runner = calls(max_concurrency=2)
+    peaks = [asyncio.run(peak_in_flight(runner, 6, 0.005)) for _ in range(2)]
     assert peaks == [2, 2]
 
 

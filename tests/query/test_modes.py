@@ -16,11 +16,11 @@ import ragkit.query.engine
 from ragkit.cli import plugins_cmd
 from ragkit.cli.main import main
 from ragkit.errors import AdapterNotFoundError, DuplicateAdapterError, PluginLoadError
-from ragkit.plugins import KINDS, Registry, get_registry, hookimpl
-from ragkit.plugins.registry import PluginRecord
+from ragkit.plugins import KINDS, get_registry, hookimpl
 from ragkit.query.modes import BUILTIN_MODES, Found, Naive, QueryMode, available_modes
 from ragkit.schema import QueryParam
 from ragkit.testing import ScriptedLLM
+from ragkit.testing.registry import registry_with
 
 from .conftest import make_rag
 
@@ -81,18 +81,6 @@ def fake_plugin(name: str, *classes: type) -> types.ModuleType:
     module.register_query_modes = hookimpl(register_query_modes)
     return module
 
-
-def registry_with(*modules: types.ModuleType) -> Registry:
-    """The built-ins plus in-memory plugin modules, in a private registry."""
-    registry = Registry()
-    registry.load(only=set())
-    for module in modules:
-        registry._register(PluginRecord(module.__name__, f"dist-{module.__name__}", "1.0", False), lambda m=module: m)
-    registry._adapters = {k: {} for k in KINDS}
-    for record in registry.plugins:
-        record.adapters.clear()
-    registry._collect()
-    return registry
 
 
 # -- the one list ----------------------------------------------------------------
