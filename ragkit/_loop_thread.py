@@ -71,10 +71,22 @@ async def _next(items: AsyncIterator[T]) -> T | None:
     return await anext(items, None)
 
 
-async def _aclose(items: Any) -> None:
-    close = getattr(items, "aclose", None)
+async def close_items(items: Any) -> None:
+    """Close an iterator left early: its ``aclose()`` (or ``close()``), awaited
+    when it returns a coroutine; nothing when it has neither."""
+    close = getattr(items, "aclose", None) or getattr(items, "close", None)
     if close is not None:
-        await close()
+        result = close()
+        if asyncio.iscoroutine(result):
+            await result
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running event loop of this thread, or None."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def iterate_on(loop: asyncio.AbstractEventLoop, items: AsyncIterator[T]) -> Iterator[T]:
@@ -86,7 +98,7 @@ def iterate_on(loop: asyncio.AbstractEventLoop, items: AsyncIterator[T]) -> Iter
             yield item
     finally:
         if loop.is_running() and not _runs_here(loop):
-            call_on(loop, _aclose(items))
+            call_on(loop, close_items(items))
 
 
 async def relay_from(loop: asyncio.AbstractEventLoop, items: AsyncIterator[T]) -> AsyncIterator[T]:
@@ -96,11 +108,8 @@ async def relay_from(loop: asyncio.AbstractEventLoop, items: AsyncIterator[T]) -
             yield item
     finally:
         if loop.is_running():
-            await await_on(loop, _aclose(items))
+            await await_on(loop, close_items(items))
 
 
 def _runs_here(loop: asyncio.AbstractEventLoop) -> bool:
-    try:
-        return asyncio.get_running_loop() is loop
-    except RuntimeError:
-        return False
+    return running_loop() is loop

@@ -45,7 +45,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import ValidationError
 
-from ragkit._loop_thread import LoopThread, await_on, call_on, iterate_on, relay_from
+from ragkit._loop_thread import LoopThread, await_on, call_on, iterate_on, relay_from, running_loop
 from ragkit.backends import build_model
 from ragkit.core.llm_cache import CachedLLM
 from ragkit.core.stores import Stores
@@ -179,7 +179,7 @@ class RAG:
     def _loop_for_sync(self, closing: bool = False) -> asyncio.AbstractEventLoop:
         home = self._loops.home
         if home is not None and home.is_running():
-            if _running_loop() is home:
+            if running_loop() is home:
                 raise RuntimeError(_SYNC_ON_HOME)
             return home
         if home is not None and not closing:
@@ -427,13 +427,6 @@ class RAG:
     delete_relation = _sync(adelete_relation)
     insert_custom_kg = _sync(ainsert_custom_kg)
     export = _sync(aexport)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def _model(kind: str, given: Any, settings: Settings) -> Any:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import os
 import re
 import threading
@@ -156,13 +157,20 @@ def _url_secrets(url: str) -> set[str]:
     return {password, unquote(password), base64.b64encode(pair.encode()).decode()}
 
 
-def _env_secrets() -> set[str]:
+def _env_secrets() -> frozenset[str]:
+    # redact() runs on every failed attempt of a retried call: scan the
+    # environment again only when it changed.
+    return _scan_env(frozenset(os.environ.items()))
+
+
+@functools.lru_cache(maxsize=1)
+def _scan_env(environ: frozenset[tuple[str, str]]) -> frozenset[str]:
     from ragkit.settings import is_secret  # the settings' own rule for what a secret is called
 
     found: set[str] = set()
-    for name, value in os.environ.items():
+    for name, value in environ:
         if is_secret(name):
             found.update(_forms(value))
         elif "://" in value and "@" in value:
             found |= _url_secrets(value)
-    return found
+    return frozenset(found)

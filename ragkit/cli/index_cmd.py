@@ -22,7 +22,6 @@ from pathlib import Path
 
 from ragkit.cli.output import print_json
 from ragkit.rag import RAG
-from ragkit.redact import redact
 from ragkit.settings import load_settings
 
 
@@ -74,7 +73,7 @@ async def _index(args: argparse.Namespace) -> dict:
         "files": [item.__dict__ if hasattr(item, "__dict__") else item for item in loaded.items],
         "processed": len(report.processed),
         "skipped_unchanged": len(report.skipped),
-        "failed": {doc_id: redact(error) for doc_id, error in report.failed.items()},
+        "failed": report.failed,  # redacted where the indexer recorded them
         "replaced": report.replaced,
         "recovered": report.recovered,
         "chunks": report.chunks,

@@ -44,6 +44,7 @@ import anyio
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from ragkit._loop_thread import close_items
 from ragkit.errors import ConfigError, ModelError
 from ragkit.ids import digest
 from ragkit.protocols.models import ModelAdapter, Usage
@@ -369,7 +370,7 @@ class ModelCalls:
                 first = await anext(items)
             except BaseException as exc:  # cancellation too: the slot must come back
                 self._slots.release()
-                await _aclose(items)
+                await close_items(items)
                 if isinstance(exc, StopAsyncIteration):
                     return
                 if isinstance(exc, ModelError) or not isinstance(exc, Exception):
@@ -386,7 +387,7 @@ class ModelCalls:
                 raise self._broken_stream(exc) from exc
             finally:
                 self._slots.release()
-                await _aclose(items)
+                await close_items(items)
             return
 
     def error(self, problem: BaseException | Failure, attempts: int) -> ModelError:
@@ -415,14 +416,6 @@ class ModelCalls:
             ) from exc
         self.retries += 1
         await asyncio.sleep(wait)
-
-
-async def _aclose(items: Any) -> None:
-    close = getattr(items, "aclose", None) or getattr(items, "close", None)
-    if close is not None:
-        result = close()
-        if asyncio.iscoroutine(result):
-            await result
 
 
 # -- usage ----------------------------------------------------------------------------

@@ -28,8 +28,10 @@ from ragkit.protocols.models import ChatRequest
 from ragkit.redact import MASK, redact, register_secret
 from ragkit.testing.http_server import Recorded, Reply
 
-openai_testing = pytest.importorskip("ragkit_openai.testing")
-ollama_testing = pytest.importorskip("ragkit_ollama.testing")
+def plugin_testing(name: str):
+    """A model plugin's test servers; only the tests through the real clients need one,
+    so the rule tests run whatever is installed."""
+    return pytest.importorskip(f"{name}.testing")
 
 KEY = "sk-live-7f3a9c1e5b2d4f6a8c0e"  # shaped like an OpenAI key
 PLAIN_KEY = "zq81-plain-secret-value"  # no known shape: only its value or position gives it away
@@ -130,7 +132,7 @@ NO_RETRY = {"max_retries": 0}
 async def test_openai_client_errors_hold_no_key(status):
     from ragkit_openai import OpenAIChat, OpenAIEmbedder
 
-    with echoing(openai_testing.OpenAIServer, status)() as server:
+    with echoing(plugin_testing("ragkit_openai").OpenAIServer, status)() as server:
         options = {"base_url": server.url, "api_key": PLAIN_KEY, **NO_RETRY}
         chat = OpenAIChat({**options, "model": "fake-chat"})
         with pytest.raises(ModelError) as chat_error:
@@ -146,7 +148,7 @@ async def test_openai_client_errors_hold_no_key(status):
 async def test_a_streamed_answer_that_fails_holds_no_key():
     from ragkit_openai import OpenAIChat
 
-    with echoing(openai_testing.OpenAIServer, 401)() as server:
+    with echoing(plugin_testing("ragkit_openai").OpenAIServer, 401)() as server:
         chat = OpenAIChat({"base_url": server.url, "api_key": PLAIN_KEY, "model": "fake-chat", **NO_RETRY})
         with pytest.raises(ModelError) as error:
             async for _ in chat.stream(ChatRequest(prompt="hi")):
@@ -158,7 +160,7 @@ async def test_a_streamed_answer_that_fails_holds_no_key():
 async def test_ollama_client_errors_hold_no_key(status):
     from ragkit_ollama import OllamaChat, OllamaEmbedder
 
-    with echoing(ollama_testing.OllamaServer, status)() as server:
+    with echoing(plugin_testing("ragkit_ollama").OllamaServer, status)() as server:
         options = {"base_url": server.url, "api_key": PLAIN_KEY, **NO_RETRY}
         with pytest.raises(ModelError) as chat_error:
             await OllamaChat({**options, "model": "fake-chat"}).complete(ChatRequest(prompt="hi"))
@@ -191,7 +193,7 @@ def test_doctor_index_and_query_print_and_store_no_key(tmp_path, where):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGKIT_") and not k.endswith("_API_KEY")}
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.txt").write_text("Alice met Bob in Paris. Bob works for Acme.")
-    with echoing(openai_testing.OpenAIServer, 500)() as server:
+    with echoing(plugin_testing("ragkit_openai").OpenAIServer, 500)() as server:
         url = server.url.replace("://", f"://user:{PLAIN_KEY}@") if where == "url" else server.url
         lines = [f'working_dir = "{tmp_path / "data"}"', "[llm]", 'name = "openai"', "[llm.options]", 'model = "fake-chat"', f'base_url = "{url}"',
                  "max_retries = 0"]
