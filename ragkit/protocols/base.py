@@ -357,6 +357,6 @@ class KeyedStore(BaseStore):
     async def _delete(self, ids: list[str]) -> None:
         """Remove these ids (distinct, storable, at least one)."""
 
+    @abstractmethod
     async def _count(self) -> int:
-        """Hook of ``count()``."""
-        raise NotImplementedError
+        """Hook of ``count()``: the number of records."""

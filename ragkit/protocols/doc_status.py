@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from ragkit.errors import InvalidTransitionError, InvalidValueError, describe_validation_error
-from ragkit.protocols.base import BaseStore, KeyedStore, in_order, storable_key, template, unique_keys
+from ragkit.protocols.base import KeyedStore, in_order, storable_key, template, unique_keys
 from ragkit.schema import (
     ALLOWED_TRANSITIONS,
     DocStatus,
@@ -111,8 +111,8 @@ class DocStatusStore(KeyedStore):
             raise InvalidTransitionError(f"document {id!r} has no status record; upsert it first")
         return await self._transition(id, to, error)
 
-    @template("_counts")
-    async def count(self) -> int:
+    async def _count(self) -> int:
+        """Derived from ``_counts``; an adapter may count directly."""
         return sum((await self.counts()).values())
 
     # -- hooks ----------------------------------------------------------------------

@@ -108,7 +108,7 @@ class GraphStore(BaseStore):
         ids = list(ids)
         wanted = _node_ids(ids)
         found = await self._get_nodes(wanted) if wanted else {}
-        return in_order(ids, found, _copy)
+        return in_order(ids, found, copy_properties)
 
     @template("_get_edges")
     async def get_edges(self, pairs: Sequence[EdgeKey]) -> list[dict[str, Any] | None]:
@@ -116,7 +116,7 @@ class GraphStore(BaseStore):
         asked = [_asked_key(pair) for pair in pairs]  # validates every pair first
         wanted = list(dict.fromkeys(k for k in asked if k is not None))
         found = await self._get_edges(wanted) if wanted else {}
-        return in_order(asked, found, _copy)
+        return in_order(asked, found, copy_properties)
 
     @template("_nodes_edges")
     async def nodes_edges(self, ids: Sequence[str]) -> list[list[EdgeKey] | None]:
@@ -353,7 +353,7 @@ def _asked_key(pair: object) -> EdgeKey | None:
     return edge_key(a, b) if _is_id(a) and _is_id(b) else None
 
 
-def _copy(props: Mapping[str, Any]) -> dict[str, Any]:
+def copy_properties(props: Mapping[str, Any]) -> dict[str, Any]:
     """A copy that shares nothing mutable with what the adapter holds."""
     return {k: list(v) if isinstance(v, list) else v for k, v in props.items()}
 

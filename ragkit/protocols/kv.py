@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from ragkit.errors import InvalidValueError
-from ragkit.protocols.base import BaseStore, KeyedStore, in_order, storable_key, template, unique_keys
+from ragkit.protocols.base import KeyedStore, distinct, in_order, storable_key, template, unique_keys
 
 
 class KVStore(KeyedStore):
@@ -72,7 +72,7 @@ class KVStore(KeyedStore):
 
     @template("_get_many")
     async def missing(self, keys: Iterable[str]) -> set[str]:
-        asked = list(dict.fromkeys(keys))
+        asked = distinct(keys)
         found = await self.get_many(asked)
         return {k for k, v in zip(asked, found) if v is None}
 
@@ -86,9 +86,6 @@ class KVStore(KeyedStore):
     @abstractmethod
     async def _upsert(self, records: dict[str, str]) -> None:
         """Write every record, given as key -> JSON text from ``encode_record``."""
-
-    @abstractmethod
-    async def _count(self) -> int: ...
 
     @abstractmethod
     def _keys(self) -> AsyncIterator[str]:

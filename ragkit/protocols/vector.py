@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ragkit.errors import DimensionMismatchError, InvalidValueError
-from ragkit.protocols.base import BaseStore, KeyedStore, StoreConfig, in_order, storable_key, template, unique_keys
+from ragkit.protocols.base import KeyedStore, StoreConfig, in_order, storable_key, template, unique_keys
 from ragkit.schema import JSONScalar, VectorHit, VectorRecord
 
 Filter = Mapping[str, Any]
@@ -128,9 +128,6 @@ class VectorStore(KeyedStore):
     @abstractmethod
     async def _get(self, ids: list[str]) -> Mapping[str, tuple[Any, Mapping[str, Any]]]:
         """``{id: (vector, metadata)}`` of the stored ones among ``ids``."""
-
-    @abstractmethod
-    async def _count(self) -> int: ...
 
     @abstractmethod
     def _ids(self) -> AsyncIterator[str]:

@@ -18,7 +18,7 @@ from ragkit.core.llm_cache import CachedLLM
 from ragkit.core.stores import Stores
 from ragkit.core.tokens import request_tokens
 from ragkit.errors import ConfigError, InvalidValueError
-from ragkit.plugins import Registry, get_registry
+from ragkit.plugins import get_registry
 from ragkit.protocols import ChatRequest, Embedder, Reranker, Tokenizer
 from ragkit.query.answer import build_answer_request, build_bypass_request
 from ragkit.query.context import Budget, Context, build_context, rank_graph_chunks
@@ -39,14 +39,13 @@ class Querier:
         embedder: Embedder,
         tokenizer: Tokenizer,
         reranker: Reranker | None = None,
-        registry: Registry | None = None,
     ) -> None:
         self.stores = stores
         self.llm = llm
         self.embedder = embedder
         self.tokenizer = tokenizer
         self.reranker = reranker
-        self.registry = registry
+        self.counts = TokenCounts.of(tokenizer)  # kept across this querier's queries
 
     async def query(self, question: str, param: QueryParam | None = None) -> QueryResult:
         param = param or QueryParam()
@@ -70,12 +69,12 @@ class Querier:
             candidates = await self._candidates(mode, question, param, found, searcher)
         with run.stage("context"):
             budget = self._budget(question, param)
-            context = build_context(found.entities, found.relations, candidates, self.tokenizer, budget)
+            context = build_context(found.entities, found.relations, candidates, self.tokenizer, budget, self.counts)
         request = build_answer_request(
             question, context.text, history=param.history, response_type=param.response_type,
             language=param.language, user_instructions=param.user_prompt,
         )
-        run.meta.update(tokens=_tokens(context, self.tokenizer, budget, question))
+        run.meta.update(tokens=_tokens(context, self.counts, question))
         run.meta.update(dropped_unsupported=context.dropped_unsupported, truncated=context.truncated)
         return await self._answer(question, param, run, request, context)
 
@@ -83,7 +82,7 @@ class Querier:
 
     def _mode(self, param: QueryParam) -> QueryMode:
         """A fresh instance of the registered mode (QueryParam checked the name)."""
-        return (self.registry or get_registry()).get("query_mode", param.mode)()
+        return get_registry().get("query_mode", param.mode)()
 
     async def _keywords(self, question: str, param: QueryParam, run: _Run) -> Keywords:
         before = self.llm.stats.cache_hits["keywords"] if self.llm else 0
@@ -140,7 +139,7 @@ class Querier:
             question, "", history=param.history, response_type=param.response_type,
             language=param.language, user_instructions=param.user_prompt,
         )
-        fixed = request_tokens(TokenCounts.of(self.tokenizer), empty)  # the same system prompt query after query
+        fixed = request_tokens(self.counts, empty)  # the same system prompt query after query
         if fixed >= param.max_total_tokens:
             raise InvalidValueError(
                 f"the question, history and answer instructions take {fixed} tokens, not less than "
@@ -230,10 +229,10 @@ def _public(props: dict) -> dict:
     return {k: v for k, v in props.items() if k != "key"}
 
 
-def _tokens(context: Context, tokenizer: Tokenizer, budget: Budget, question: str) -> dict[str, int]:
+def _tokens(context: Context, counts: TokenCounts, question: str) -> dict[str, int]:
     # The prompt without context was counted for the budget, and the prompt
     # with it as the context was built (exactly, ``query/context.py``).
-    return {**context.tokens, "question": TokenCounts.of(tokenizer).count(question),
+    return {**context.tokens, "question": counts.count(question),
             "prompt_total": context.prompt_tokens}
 
 

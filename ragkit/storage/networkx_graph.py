@@ -33,16 +33,11 @@ import networkx as nx
 
 from ragkit.errors import StoreError
 from ragkit.protocols.base import Capability, StoreConfig
-from ragkit.protocols.graph import EdgeKey, GraphStore, edge_key
+from ragkit.protocols.graph import EdgeKey, GraphStore, copy_properties, edge_key
 from ragkit.schema import Edge, Node
 from ragkit.storage._files import JournaledFile, Writer
 
 FORMAT = "ragkit.networkx-graph/1"
-
-
-def _copy(props: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy that shares nothing mutable with the stored properties."""
-    return {k: list(v) if isinstance(v, list) else v for k, v in props.items()}
 
 
 def _dumps(data: object) -> bytes:
@@ -242,9 +237,9 @@ class NetworkXGraphStore(GraphStore):
             if n in self._graph:  # skip nodes deleted while iterating
                 # model_construct: hand back the stored values exactly (validation
                 # would turn [1, 2.5] into [1.0, 2.5]).
-                yield Node.model_construct(id=n, properties=_copy(self._graph.nodes[n]))
+                yield Node.model_construct(id=n, properties=copy_properties(self._graph.nodes[n]))
 
     async def _edges(self) -> AsyncIterator[Edge]:
         for a, b in [edge_key(a, b) for a, b in self._graph.edges()]:
             if self._graph.has_edge(a, b):
-                yield Edge.model_construct(source=a, target=b, properties=_copy(self._graph.edges[a, b]))
+                yield Edge.model_construct(source=a, target=b, properties=copy_properties(self._graph.edges[a, b]))
