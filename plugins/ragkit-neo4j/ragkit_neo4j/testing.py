@@ -9,28 +9,19 @@ needs auth), or a skip naming how to start one.
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+
+from ragkit.testing.contracts.options import reachable_url
 
 
 def neo4j_options(tmp_path: Path | None = None) -> dict[str, Any]:
     """The server at ``RAGKIT_NEO4J_URI``, or ``pytest.skip`` when it does not answer."""
-    import pytest
-
-    uri = os.environ.get("RAGKIT_NEO4J_URI")
-    if not uri:
-        pytest.skip(
-            "set RAGKIT_NEO4J_URI (e.g. bolt://127.0.0.1:7687 after "
-            "`plugins/ragkit-neo4j/scripts/bolt-server start`)"
-        )
-    parsed = urlparse(uri)
-    try:  # a TCP connect only: the stand-in copes with a dropped socket
-        with socket.create_connection((parsed.hostname or "localhost", parsed.port or 7687), timeout=2):
-            pass
-    except OSError as exc:
-        pytest.skip(f"RAGKIT_NEO4J_URI={uri} does not accept connections: {exc}")
+    uri = reachable_url(
+        "RAGKIT_NEO4J_URI",
+        "e.g. bolt://127.0.0.1:7687 after `plugins/ragkit-neo4j/scripts/bolt-server start`",
+        7687,
+    )
     # A statement the server never answers fails the test instead of hanging the run.
     options: dict[str, Any] = {"uri": uri, "query_timeout": 120.0}
     if os.environ.get("RAGKIT_NEO4J_USER"):

@@ -73,3 +73,25 @@ def contract_options(kind: str, name: str, tmp_path: Path) -> dict[str, Any]:
     registered); may ``pytest.skip`` when its backend is unreachable."""
     factory = registered().get(f"{kind}:{name}")
     return dict(factory(tmp_path) or {}) if factory is not None else {}
+
+
+def reachable_url(env: str, hint: str, default_port: int) -> str:
+    """The URL in ``env`` when something accepts TCP connections there (a connect
+    only: some servers dislike a dropped session), else ``pytest.skip`` saying
+    what to set (``hint``)."""
+    import os
+    import socket
+    from urllib.parse import urlparse
+
+    import pytest
+
+    url = os.environ.get(env)
+    if not url:
+        pytest.skip(f"set {env} ({hint})")
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "localhost", parsed.port or default_port), timeout=2):
+            pass
+    except OSError as exc:
+        pytest.skip(f"{env}={url} does not accept connections: {exc}")
+    return url
