@@ -1,0 +1,107 @@
+"""The app factory: ``create_app(settings)`` for ``ragkit serve``, Python and tests.
+
+Workspace routes live under ``/w/{workspace}/`` (``/w/default/query``); the
+name follows ``Settings.workspace``'s rule. Routers of other areas (the chat
+endpoints) join with one line in ``WORKSPACE_ROUTERS`` order, getting the same
+``read_context`` dependency, e.g.
+``workspace.include_router(ollama_router(read_context))``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from fastapi import APIRouter, FastAPI
+
+from ragkit import __version__
+from ragkit.server import errors
+from ragkit.server.config import keys_path
+from ragkit.server.context import read_context  # noqa: F401  (the chat routers' dependency)
+from ragkit.server.jobs import JobManager
+from ragkit.server.keys import KeyStore
+from ragkit.server.metrics import Metrics, MetricsMiddleware
+from ragkit.server.pool import WorkspacePool
+from ragkit.server.routes_documents import router as documents_router
+from ragkit.server.routes_graph import router as graph_router
+from ragkit.server.routes_query import router as query_router
+from ragkit.server.routes_system import router as system_router
+from ragkit.settings import WORKSPACE_PATTERN, WORKSPACE_RULE, Settings, load_settings
+
+log = logging.getLogger("ragkit.server")
+PUBLIC_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+"""The only routes served without a key: liveness and the API's own description."""
+WORKSPACE_PREFIX = "/w/{workspace}"
+
+
+@dataclass
+class ServerState:
+    settings: Settings
+    keys: KeyStore
+    pool: WorkspacePool
+    jobs: JobManager
+    metrics: Metrics
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or load_settings().settings
+    keys = KeyStore(keys_path(settings.working_dir, settings.server))
+    metrics_box: list[Metrics] = []
+    pool = WorkspacePool(settings, on_close=lambda rag: metrics_box[0].retire(rag))
+    jobs = JobManager(settings.working_dir, pool)
+    metrics = Metrics(pool.open_rags, jobs.queue_depth)
+    metrics_box.append(metrics)
+    state = ServerState(settings, keys, pool, jobs, metrics)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        pool.start()
+        resumed = jobs.resume()
+        if resumed:
+            log.info("resuming %d unfinished ingestion job(s)", len(resumed))
+        try:
+            yield
+        finally:
+            await jobs.close()
+            await pool.close()
+
+    app = FastAPI(title="ragkit", version=__version__, lifespan=lifespan,
+                  description="Graph-RAG over HTTP: documents, query and graph per workspace (`/w/{workspace}/...`).")
+    app.state.ragkit = state
+    errors.install(app)
+    app.include_router(system_router)
+    workspace = APIRouter(prefix=WORKSPACE_PREFIX)
+    for router in (documents_router, query_router, graph_router):
+        workspace.include_router(router)
+    app.include_router(workspace)
+    app.add_middleware(WorkspaceNameGuard)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """For ``uvicorn --factory`` (``ragkit serve --workers N``): settings from the usual sources."""
+    return create_app()
+
+
+class WorkspaceNameGuard:
+    """A bad workspace name is a 400 naming the rule, however it is spelled:
+    the raw path is checked (``%2e%2e``, ``a%2Fb``, ``%00``), before routing
+    could turn it into another route or a 404."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            raw = (scope.get("raw_path") or scope["path"].encode()).split(b"?", 1)[0]
+            if raw.startswith(b"/w/"):
+                segment = raw[3:].split(b"/", 1)[0]
+                name = unquote(segment.decode("latin-1"))
+                if not WORKSPACE_PATTERN.fullmatch(name):
+                    response = errors.error(400, f"invalid workspace name: {WORKSPACE_RULE}")
+                    await response(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
