@@ -1,10 +1,11 @@
 """The app factory: ``create_app(settings)`` for ``ragkit serve``, Python and tests.
 
 Workspace routes live under ``/w/{workspace}/`` (``/w/default/query``); the
-name follows ``Settings.workspace``'s rule. Routers of other areas (the chat
-endpoints) join with one line in ``WORKSPACE_ROUTERS`` order, getting the same
-``read_context`` dependency, e.g.
-``workspace.include_router(ollama_router(read_context))``.
+name follows ``Settings.workspace``'s rule. Each area's router carries that
+prefix itself, so a route's template (the metrics label) is the full path.
+Routers of other areas join in ``_routers`` with the same dependency, e.g. the
+chat endpoints: ``ollama_router(read_context)`` included with
+``prefix=WORKSPACE_PREFIX``.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import logging
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from fastapi import APIRouter, FastAPI
+from collections.abc import Iterator
+
+from fastapi import FastAPI
 
 from ragkit import __version__
-from ragkit.server import errors
+from ragkit.server import errors, logs
 from ragkit.server.config import keys_path
 from ragkit.server.context import read_context  # noqa: F401  (the chat routers' dependency)
 from ragkit.server.jobs import JobManager
@@ -57,6 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
+        logs.install()
         pool.start()
         resumed = jobs.resume()
         if resumed:
@@ -71,14 +75,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="Graph-RAG over HTTP: documents, query and graph per workspace (`/w/{workspace}/...`).")
     app.state.ragkit = state
     errors.install(app)
-    app.include_router(system_router)
-    workspace = APIRouter(prefix=WORKSPACE_PREFIX)
-    for router in (documents_router, query_router, graph_router):
-        workspace.include_router(router)
-    app.include_router(workspace)
+    for router in (system_router, documents_router, query_router, graph_router):
+        app.include_router(router)
+    app.add_middleware(errors.CatchAll)
     app.add_middleware(WorkspaceNameGuard)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
+
+
+def route_table(app: FastAPI) -> Iterator[tuple[str, str]]:
+    """Every (method, path template) the app serves, however routers nest
+    (FastAPI >= 0.16x keeps included routers as objects, older ones flatten)."""
+
+    def walk(routes, prefix: str) -> Iterator[tuple[str, str]]:
+        for route in routes:
+            included = getattr(route, "original_router", None)
+            if included is not None:
+                yield from walk(included.routes, prefix + route.include_context.prefix)
+                continue
+            for method in sorted(getattr(route, "methods", None) or ()):
+                if method != "HEAD":
+                    yield method, prefix + route.path
+
+    return walk(app.routes, "")
 
 
 def app_from_env() -> FastAPI:

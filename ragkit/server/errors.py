@@ -58,7 +58,29 @@ def install(app: FastAPI) -> None:
         log.warning("%s on %s: %s", type(exc).__name__, request.url.path, redact(str(exc)))
         return error(500, f"{type(exc).__name__}: {exc}")
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.error("unexpected %s on %s: %s", type(exc).__name__, request.url.path, redact(str(exc)))
-        return error(500, f"internal error ({type(exc).__name__}); the server log has the details")
+
+
+class CatchAll:
+    """An unexpected error is a JSON 500 and a redacted log line, and the
+    connection stays usable (Starlette's own handler re-raises to the server,
+    which then drops the keep-alive connection)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        started = [False]
+
+        async def sending(message) -> None:
+            started[0] = started[0] or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as exc:
+            if scope["type"] != "http":
+                raise
+            log.error("unexpected %s on %s", type(exc).__name__, scope.get("path"), exc_info=exc)
+            if started[0]:
+                raise  # the status line is out: only closing the connection tells the client
+            await error(500, f"internal error ({type(exc).__name__}); the server log has the details")(scope, receive, send)

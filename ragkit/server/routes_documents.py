@@ -15,7 +15,7 @@ from ragkit.server.context import RequestContext, read_context, write_context
 from ragkit.server.jobs import TERMINAL, Job, JobInput
 from ragkit.server.uploads import check_count, check_type, save
 
-router = APIRouter(tags=["documents"])
+router = APIRouter(prefix="/w/{workspace}", tags=["documents"])
 
 
 class AccessList(BaseModel):

@@ -21,7 +21,7 @@ from starlette.background import BackgroundTask
 from ragkit.server.context import RequestContext, read_context, write_context
 from ragkit.server.jobs import server_dir
 
-router = APIRouter(prefix="/graph", tags=["graph"])
+router = APIRouter(prefix="/w/{workspace}/graph", tags=["graph"])
 
 
 def _json(value: Any) -> Any:

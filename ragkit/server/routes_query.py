@@ -16,7 +16,7 @@ from ragkit.redact import redact
 from ragkit.schema import QueryParam, QueryResult
 from ragkit.server.context import RequestContext, read_context
 
-router = APIRouter(tags=["query"])
+router = APIRouter(prefix="/w/{workspace}", tags=["query"])
 
 
 class QueryIn(QueryParam):
