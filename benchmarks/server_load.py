@@ -160,7 +160,7 @@ def in_process(working_dir: Path, workspace: str, calls: list, repeats: int) -> 
                 for q, m in calls:
                     t = time.perf_counter()
                     result = await rag.aquery(q, mode=m)
-                    result.model_dump(mode="json")  # what the server does too, minus the socket
+                    result.model_dump_json()  # what the server does too, minus the socket
                     out.append(time.perf_counter() - t)
         return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import secrets
 import sqlite3
 import time
@@ -57,6 +58,22 @@ def digest(token: str) -> str:
 class KeyStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._cache: dict[str, ApiKey | None] = {}
+        self._stamp: tuple[int, int] | None = None
+
+    def _fresh(self) -> bool:
+        """Whether the file exists; forgets cached lookups when it changed since
+        (``ragkit keys`` writing it), so a revoke counts from the next request."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._cache.clear()
+            return False
+        stamp = (st.st_mtime_ns, st.st_size)
+        if stamp != self._stamp:
+            self._cache.clear()
+            self._stamp = stamp
+        return True
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
@@ -94,18 +111,26 @@ class KeyStore:
         return True
 
     def active_count(self) -> int:
-        return sum(not k.revoked for k in self.list())
+        if not self._fresh():
+            return 0
+        if "#active" not in self._cache:
+            self._cache["#active"] = sum(not k.revoked for k in self.list())  # type: ignore[assignment]
+        return self._cache["#active"]  # type: ignore[return-value]
 
     def lookup(self, token: str) -> ApiKey | None:
         """The active key of a token, or ``None``; compares hashes only."""
-        if not token or not self.path.exists():
+        if not token or not self._fresh():
             return None
+        hashed = digest(token)
+        if hashed in self._cache:
+            return self._cache[hashed]
         with self._db() as db:
-            row = db.execute("SELECT record FROM keys WHERE hash = ?", (digest(token),)).fetchone()
-        if row is None:
-            return None
-        key = ApiKey.model_validate_json(row[0])
-        return None if key.revoked else key
+            row = db.execute("SELECT record FROM keys WHERE hash = ?", (hashed,)).fetchone()
+        key = ApiKey.model_validate_json(row[0]) if row else None
+        if key is None or key.revoked:
+            return None  # misses are not cached: random tokens must not grow memory
+        self._cache[hashed] = key
+        return key
 
 
 def as_json(key: ApiKey) -> str:
