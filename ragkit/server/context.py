@@ -16,6 +16,7 @@ from typing import Any
 
 from fastapi import Depends, HTTPException, Request
 
+from ragkit.access import Principal
 from ragkit.rag import RAG
 from ragkit.server.keys import ApiKey, Scope
 from ragkit.server.pool import PoolFullError
@@ -35,7 +36,7 @@ class RequestContext:
     workspace: str
     rag: RAG
     key: ApiKey | None
-    principal: Any
+    principal: Principal | None
 
     def read_options(self) -> dict[str, Any]:
         """``principal=`` for every RAG read (query, documents, graph, export)."""
@@ -91,12 +92,8 @@ def require_key(scope: Scope = "read"):
 _AT_LEAST = {"read": ("read", "write", "admin"), "write": ("write", "admin"), "admin": ("admin",)}
 
 
-def principal_of(key: ApiKey | None) -> Any:
-    if key is None:
-        return None
-    from ragkit.access import Principal  # issue 16's access control (ragkit/access.py)
-
-    return Principal(user=key.user, groups=list(key.groups))
+def principal_of(key: ApiKey | None) -> Principal | None:
+    return None if key is None else Principal(user=key.user, groups=frozenset(key.groups))
 
 
 def workspace_context(scope: Scope):

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ragkit.access import AccessList
 from ragkit.pipeline.load import load_documents
 from ragkit.rag import RAG
 from ragkit.redact import redact
@@ -227,9 +228,7 @@ async def _write(rag: RAG, work: Callable[[RAG], Awaitable[Any]], done: asyncio.
             done.set_result(result)
 
 
-def _access(access: dict[str, list[str]]) -> Any:
-    from ragkit.access import AccessList  # issue 16's access control (ragkit/access.py)
-
+def _access(access: dict[str, list[str]]) -> AccessList:
     return AccessList(users=access.get("users") or [], groups=access.get("groups") or [])
 
 

@@ -21,6 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from ragkit.access import check_name
 from ragkit.settings import check_workspace
 
 Scope = Literal["read", "write", "admin"]
@@ -38,6 +39,16 @@ class ApiKey(BaseModel):
     scope: Scope = "read"
     created: float = Field(default_factory=time.time)
     revoked: bool = False
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, value: str) -> str:
+        return check_name(value, "user")
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, value: list[str]) -> list[str]:
+        return sorted({check_name(g, "group") for g in value})
 
     @field_validator("workspaces")
     @classmethod

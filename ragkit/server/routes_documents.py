@@ -9,7 +9,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
+
+from ragkit import access
+from ragkit.errors import describe_validation_error
 
 from ragkit.server.context import RequestContext, read_context, write_context
 from ragkit.server.jobs import TERMINAL, Job, JobInput
@@ -41,9 +44,17 @@ def _accepted(request: Request, job: Job) -> JSONResponse:
     return JSONResponse({"job": job.view(), "url": url}, status_code=202, headers={"Location": url})
 
 
-def _access(users: list[str], groups: list[str]) -> dict | None:
+def _access(users: list[str], groups: list[str], field: str) -> dict | None:
+    """The access list as the job keeps it, checked now (422 naming the field)
+    so that a bad name never becomes a failed job."""
     users, groups = [u for u in users if u], [g for g in groups if g]
-    return {"users": users, "groups": groups} if users or groups else None
+    if not users and not groups:
+        return None
+    try:
+        checked = access.AccessList(users=users, groups=groups)
+    except ValidationError as exc:
+        raise HTTPException(422, f"{field}: {describe_validation_error(exc)}. Fix: use plain user and group names") from None
+    return checked.model_dump()
 
 
 @router.post("/documents/upload", status_code=202, summary="Upload files (multipart); returns the ingestion job")
@@ -58,7 +69,7 @@ async def upload(
     limits = state.settings.server
     check_count(len(files), limits)
     names = [check_type(f.filename or "") for f in files]
-    job = Job(workspace=ctx.workspace, access=_access(access_users, access_groups))
+    job = Job(workspace=ctx.workspace, access=_access(access_users, access_groups, "access_users/access_groups"))
     folder = state.jobs.upload_dir(job)
     folder.mkdir(parents=True, exist_ok=True)
     try:
@@ -79,7 +90,8 @@ async def insert_texts(request: Request, body: TextsIn, ctx: RequestContext = De
     names = body.file_paths or [None] * len(body.texts)
     if len(names) != len(body.texts):
         raise HTTPException(422, "file_paths: give one per text (or none). Fix: match the lengths")
-    job = Job(workspace=ctx.workspace, access=body.access.model_dump() if body.access else None)
+    listed = body.access or AccessList()
+    job = Job(workspace=ctx.workspace, access=_access(listed.users, listed.groups, "access"))
     folder = state.jobs.upload_dir(job)
     folder.mkdir(parents=True, exist_ok=True)
     for n, (text, name) in enumerate(zip(body.texts, names)):

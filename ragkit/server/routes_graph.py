@@ -35,7 +35,7 @@ async def search_entities(
     q: Annotated[str, Query(min_length=1, description="text the name contains")],
     limit: Annotated[int, Query(ge=1, le=1000)] = 20, ctx: RequestContext = Depends(read_context),
 ) -> Any:
-    return jsonable_encoder(await ctx.rag.asearch_entities(q, limit, **ctx.read_options()))
+    return jsonable_encoder(await ctx.rag.asearch_entities(q, limit=limit, **ctx.read_options()))
 
 
 @router.get("/entity", summary="One entity with its sources")
@@ -59,7 +59,7 @@ async def subgraph(
     max_edges: Annotated[int, Query(ge=0, le=100000)] = 1000,
     ctx: RequestContext = Depends(read_context),
 ) -> Any:
-    return _json(await ctx.rag.asubgraph(name, depth, max_nodes, max_edges, **ctx.read_options()))
+    return _json(await ctx.rag.asubgraph(name, depth=depth, max_nodes=max_nodes, max_edges=max_edges, **ctx.read_options()))
 
 
 class EntityIn(BaseModel):

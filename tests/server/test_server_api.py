@@ -121,17 +121,20 @@ def test_graph_read_endpoints(served, loaded):
     with client(server, keys.reader) as c:
         found = c.get(f"{W}/graph/entities", params={"q": "Ada", "limit": 5})
         assert found.status_code == 200, found.text
-        names = [e["name"] if isinstance(e, dict) else e for e in found.json()]
-        assert any("Ada" in n for n in names)
-        name = next(n for n in names if "Ada" in n)
+        names = found.json()
+        name = next(n for n in names if "ada" in n.lower())
         entity = c.get(f"{W}/graph/entity", params={"name": name})
-        assert entity.status_code == 200 and name in entity.text
+        assert entity.status_code == 200, entity.text
+        info = entity.json()
+        assert info["key"] == name and info["degree"] >= 1
+        assert [s["file_path"] for s in info["sources"]] == ["notes/ada.txt"]
         sub = c.get(f"{W}/graph/subgraph", params={"name": name, "depth": 1, "max_nodes": 3, "max_edges": 2})
         assert sub.status_code == 200, sub.text
         assert len(sub.json()["nodes"]) <= 3 and len(sub.json()["edges"]) <= 2
         edge = sub.json()["edges"][0]
         rel = c.get(f"{W}/graph/relation", params={"source": edge["source"], "target": edge["target"]})
         assert rel.status_code == 200, rel.text
+        assert rel.json()["sources"][0]["file_path"] == "notes/ada.txt"
         assert c.get(f"{W}/graph/entity", params={"name": "No Such Entity"}).status_code == 404
         r = c.get(f"{W}/graph/subgraph", params={"name": name, "max_nodes": 0})
         assert r.status_code == 422 and "max_nodes" in r.json()["error"]
