@@ -54,7 +54,9 @@ class Metrics:
         depth = GaugeMetricFamily("ragkit_ingestion_queue_depth", "Writes queued or running, by workspace", labels=["workspace"])
         for ws, n in self.queue_depth().items():
             depth.add_metric([ws], n)
-        yield from (calls, hits, tokens, depth)
+        open_now = GaugeMetricFamily("ragkit_open_workspaces", "Workspaces open in the pool")
+        open_now.add_metric([], len(self.open_rags()))
+        yield from (calls, hits, tokens, depth, open_now)
 
     def describe(self):
         return []
