@@ -49,6 +49,9 @@ class Job(BaseModel):
     state: State = "queued"
     inputs: list[JobInput] = Field(default_factory=list)
     access: dict[str, list[str]] | None = None
+    owner: str | None = None
+    """The id of the key that submitted it: only that key (or an admin) sees it,
+    as it names files and documents other principals may not read."""
     created: float = Field(default_factory=time.time)
     started: float | None = None
     finished: float | None = None
@@ -64,7 +67,7 @@ class Job(BaseModel):
 
     def view(self) -> dict[str, Any]:
         """The job as the API shows it: progress, elapsed, ETA."""
-        data = self.model_dump(exclude={"inputs"})
+        data = self.model_dump(exclude={"inputs", "owner"})
         end = self.finished or time.time()
         elapsed = end - self.started if self.started else 0.0
         left = self.documents - self.documents_done

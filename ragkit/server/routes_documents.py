@@ -69,7 +69,7 @@ async def upload(
     limits = state.settings.server
     check_count(len(files), limits)
     names = [check_type(f.filename or "") for f in files]
-    job = Job(workspace=ctx.workspace, access=_access(access_users, access_groups, "access_users/access_groups"))
+    job = Job(workspace=ctx.workspace, access=_access(access_users, access_groups, "access_users/access_groups"), owner=_owner(ctx))
     folder = state.jobs.upload_dir(job)
     folder.mkdir(parents=True, exist_ok=True)
     try:
@@ -91,7 +91,7 @@ async def insert_texts(request: Request, body: TextsIn, ctx: RequestContext = De
     if len(names) != len(body.texts):
         raise HTTPException(422, "file_paths: give one per text (or none). Fix: match the lengths")
     listed = body.access or AccessList()
-    job = Job(workspace=ctx.workspace, access=_access(listed.users, listed.groups, "access"))
+    job = Job(workspace=ctx.workspace, access=_access(listed.users, listed.groups, "access"), owner=_owner(ctx))
     folder = state.jobs.upload_dir(job)
     folder.mkdir(parents=True, exist_ok=True)
     for n, (text, name) in enumerate(zip(body.texts, names)):
@@ -141,9 +141,14 @@ async def delete_documents(request: Request, body: DeleteIn, ctx: RequestContext
     return await _delete(request, ctx, body.ids)
 
 
+def _owner(ctx: RequestContext) -> str | None:
+    return ctx.key.id if ctx.key is not None else None
+
+
 def _job(request: Request, ctx: RequestContext, job_id: str) -> Job:
     job = request.app.state.ragkit.jobs.get(ctx.workspace, job_id)
-    if job is None:
+    mine = job is not None and (ctx.key is None or ctx.key.scope == "admin" or job.owner == ctx.key.id)
+    if not mine:  # another key's job is "not found" as well: it names files this key may not read
         raise HTTPException(404, f"no job {job_id!r} in this workspace")
     return job
 

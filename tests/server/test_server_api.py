@@ -46,6 +46,9 @@ def test_upload_job_reports_progress(served, loaded):
 def test_job_events_stream_as_ndjson_until_done(served, loaded):
     server, keys = served
     with client(server, keys.reader) as c:
+        other = c.get(f"{W}/jobs/{loaded[0]['id']}")
+        assert other.status_code == 404, "another key's job is not shown: it names files"
+    with client(server, keys.writer) as c:
         url = f"{W}/jobs/{loaded[0]['id']}/events"
         with c.stream("GET", url) as r:
             assert r.headers["content-type"].startswith("application/x-ndjson")

@@ -175,3 +175,11 @@ def test_keys_cli_create_list_revoke(tmp_path):
     assert "revoked" in run("list").stdout
     bad = run("create", "--workspace", "../x", "--user", "ann")
     assert bad.returncode == 2 and "1-64 letters" in bad.stderr
+
+
+def test_serve_without_the_extra_says_what_to_install(tmp_path):
+    # sys.modules[name] = None is how Python itself marks a module as absent.
+    code = "import sys; sys.modules['fastapi'] = None; from ragkit.cli.main import main; sys.exit(main(['serve']))"
+    done = subprocess.run([sys.executable, "-c", code], env={"RAGKIT_WORKING_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "pip install 'ragkit[server]'" in done.stderr and "fastapi" in done.stderr
