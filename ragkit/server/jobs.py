@@ -159,7 +159,7 @@ class JobManager:
         try:
             while not queue.empty():
                 item = queue.get_nowait()
-                async with self.pool.lease(workspace) as rag:
+                async with self.pool.lease(workspace, wait=True) as rag:  # a queued job waits for room
                     if isinstance(item, Job):
                         await self._ingest(rag, item)
                     else:

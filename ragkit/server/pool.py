@@ -47,8 +47,17 @@ class WorkspacePool:
         return [e.rag for e in self._entries.values()]
 
     @contextlib.asynccontextmanager
-    async def lease(self, workspace: str) -> AsyncIterator[RAG]:
-        entry = await self._acquire(workspace)
+    async def lease(self, workspace: str, wait: bool = False) -> AsyncIterator[RAG]:
+        """The workspace's RAG, held open until the block ends. A full pool of
+        busy workspaces raises ``PoolFullError``, or with ``wait`` is waited out."""
+        while True:
+            try:
+                entry = await self._acquire(workspace)
+                break
+            except PoolFullError:
+                if not wait:
+                    raise
+                await asyncio.sleep(0.5)
         try:
             yield entry.rag
         finally:
