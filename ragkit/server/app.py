@@ -3,9 +3,15 @@
 Workspace routes live under ``/w/{workspace}/`` (``/w/default/query``); the
 name follows ``Settings.workspace``'s rule. Each area's router carries that
 prefix itself, so a route's template (the metrics label) is the full path.
-Routers of other areas join in ``_routers`` with the same dependency, e.g. the
-chat endpoints: ``ollama_router(read_context)`` included with
-``prefix=WORKSPACE_PREFIX``.
+Routers of other areas take the same dependency, ``read_context`` (the one
+place that authenticates, checks the workspace and resolves the principal);
+the chat endpoints join in ``create_app`` with::
+
+    app.include_router(ollama_router(read_context), prefix=WORKSPACE_PREFIX)
+    app.include_router(openai_router(read_context), prefix=WORKSPACE_PREFIX)
+
+and ``tests/server/test_server_security.py`` then checks them too (every
+route of the app without a key is a 401).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ def test_every_route_needs_a_key(served, method, path):
         with client(server, None) as c:
             r = c.request(method, url, headers=headers)
         assert r.status_code == 401, (method, url, headers, r.text)
-        assert "ragkit keys create" in r.json()["error"]
+        assert "ragkit keys create" in r.text  # the chat routes wrap errors in their protocol's shape
 
 
 WRITES = [
