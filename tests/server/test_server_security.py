@@ -34,7 +34,7 @@ def test_public_routes_are_only_liveness_and_the_api_description():
 @pytest.mark.parametrize("method,path", [(m, p) for m, p, _ in _routes() if p not in PUBLIC_PATHS])
 def test_every_route_needs_a_key(served, method, path):
     server, keys = served
-    url = path.format(**SAMPLE)
+    url = re.sub(r"\{(\w+)(:[^}]*)?\}", lambda m: SAMPLE.get(m.group(1), "x"), path)  # any path parameter
     for headers in ({}, {"Authorization": "Bearer rk_not-a-key"}, {"X-API-Key": "rk_wrong"}):
         with client(server, None) as c:
             r = c.request(method, url, headers=headers)
