@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import HTTPException, Request
 
 from ragkit.access import Principal
 from ragkit.rag import RAG
@@ -117,6 +117,3 @@ read_context = workspace_context("read")
 """For routes that read (and the chat routers: ``ollama_router(read_context)``)."""
 write_context = workspace_context("write")
 admin_context = workspace_context("admin")
-
-ReadContext = Depends(read_context)
-WriteContext = Depends(write_context)

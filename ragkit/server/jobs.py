@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -234,6 +233,3 @@ async def _write(rag: RAG, work: Callable[[RAG], Awaitable[Any]], done: asyncio.
 def _access(access: dict[str, list[str]]) -> AccessList:
     return AccessList(users=access.get("users") or [], groups=access.get("groups") or [])
 
-
-def dump(job: Job) -> str:
-    return json.dumps(job.view())

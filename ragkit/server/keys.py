@@ -9,7 +9,6 @@ every lookup reads it, so a revoked key stops working at once.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import secrets
 import sqlite3
@@ -143,6 +142,3 @@ class KeyStore:
         self._cache[hashed] = key
         return key
 
-
-def as_json(key: ApiKey) -> str:
-    return json.dumps(key.model_dump(mode="json"))
