@@ -48,6 +48,7 @@ from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.pipeline.config import IndexConfig
 from ragkit.plugins.kinds import SECTION_KINDS
 from ragkit.redact import register_secret
+from ragkit.server.config import ServerSettings
 
 SECTIONS = SECTION_KINDS
 """Backend sections: each names the adapter of one kind (``ragkit.plugins.kinds``)."""
@@ -55,6 +56,17 @@ DEFAULT_FILE = "ragkit.toml"
 _SECRET_WORDS = ("key", "token", "password", "passwd", "secret", "credential", "credentials", "auth")
 _SECRET_SUFFIXES = ("key", "token", "password", "secret")  # apikey, accesstoken
 _URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
+WORKSPACE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,63}")
+WORKSPACE_RULE = "use 1-64 letters, digits, '_' or '-', starting with a letter or digit"
+_NESTED = ("index", "server")
+"""Settings that are sections of plain fields (``RAGKIT_INDEX__CHUNK_SIZE``, ``RAGKIT_SERVER__PORT``)."""
+
+
+def check_workspace(value: str) -> str:
+    """The workspace name rule (a folder under ``working_dir``): no separators, no traversal."""
+    if not WORKSPACE_PATTERN.fullmatch(value):  # match() would let '$' accept "\n"
+        raise ValueError(WORKSPACE_RULE)
+    return value
 
 
 class BackendSettings(BaseModel):
@@ -94,13 +106,12 @@ class Settings(BaseModel):
     reranker: BackendSettings | None = None
     tokenizer: BackendSettings = _backend("tiktoken")
     index: IndexConfig = Field(default_factory=IndexConfig)
+    server: ServerSettings = Field(default_factory=ServerSettings)
 
     @field_validator("workspace")
     @classmethod
     def _workspace(cls, value: str) -> str:
-        if not re.fullmatch(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$", value):  # match() lets '$' accept "\n"
-            raise ValueError("use 1-64 letters, digits, '_' or '-'")
-        return value
+        return check_workspace(value)
 
     @field_validator("working_dir")
     @classmethod
@@ -185,7 +196,7 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
             path.append("name")
         elif path[0] in SECTIONS:
             path.insert(1, "options")
-        elif path[0] not in Settings.model_fields or (len(path) > 1) != (path[0] == "index"):
+        elif path[0] not in Settings.model_fields or (len(path) > 1) != (path[0] in _NESTED):
             continue  # RAGKIT_CONFIG, RAGKIT_REDIS_URL (tests), ...
         *parents, last = path
         block = out

@@ -37,6 +37,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", help="files or folders")
     p.add_argument("--dry-run", action="store_true", help="build every prompt and report the cost; call no LLM, write nothing")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--allow-user", action="append", default=[], metavar="NAME",
+                   help="only this user (repeatable) and the allowed groups may read these documents")
+    p.add_argument("--allow-group", action="append", default=[], metavar="NAME",
+                   help="only members of this group (repeatable) and the allowed users may read these documents")
     p.set_defaults(run="ragkit.cli.index_cmd")
 
     p = sub.add_parser("export", help="export the graph and its sources (JSON, GraphML, CSV)")
@@ -79,6 +83,27 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--repair", action="store_true", help="fix what can be fixed without the LLM")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run="ragkit.cli.docs_cmd:run_check")
+
+    p = sub.add_parser("serve", help="the HTTP service (needs ragkit[server]); docs/server.md")
+    p.add_argument("--host", help="address to bind (default: [server] host, 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default: [server] port, 9621)")
+    p.add_argument("--workers", type=int, help="worker processes (default: [server] workers, 1)")
+    p.set_defaults(run="ragkit.cli.serve_cmd")
+
+    p = sub.add_parser("keys", help="API keys of the HTTP service: create, list, revoke")
+    p.set_defaults(run="ragkit.cli.keys_cmd")
+    keys = p.add_subparsers(dest="keys_command", metavar="ACTION", required=True)
+    k = keys.add_parser("create", help="a new key, printed once")
+    k.add_argument("--workspace", action="append", dest="workspaces", required=True, metavar="NAME",
+                   help="a workspace the key may use (repeatable; '*' for all)")
+    k.add_argument("--user", required=True, help="the principal's user name")
+    k.add_argument("--group", action="append", dest="groups", default=[], metavar="NAME", help="a group of the principal (repeatable)")
+    k.add_argument("--scope", choices=["read", "write", "admin"], default="read")
+    k.add_argument("--name", default="", help="a label for `ragkit keys list`")
+    k = keys.add_parser("list", help="keys (never their tokens)")
+    k.add_argument("--json", action="store_true")
+    k = keys.add_parser("revoke", help="revoke a key by the id `list` shows")
+    k.add_argument("id")
     return parser
 
 

@@ -1,0 +1,45 @@
+"""``ragkit serve``: run the HTTP service (ragkit.server) with uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+from ragkit.errors import ConfigError
+from ragkit.settings import load_settings
+
+log = logging.getLogger("ragkit.server")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        import ragkit.server.app  # noqa: F401  (fastapi, prometheus_client)
+    except ImportError as exc:
+        raise ConfigError(f"`ragkit serve` needs the server extra ({exc.name} is missing): pip install 'ragkit[server]'") from None
+    from ragkit.server.config import keys_path
+    from ragkit.server.context import is_loopback
+    from ragkit.server.keys import KeyStore
+
+    overrides = {k: v for k, v in (("HOST", args.host), ("PORT", args.port), ("WORKERS", args.workers)) if v is not None}
+    for name, value in overrides.items():  # the workers load the settings again, from the environment
+        os.environ[f"RAGKIT_SERVER__{name}"] = str(value)
+    if args.config:
+        os.environ["RAGKIT_CONFIG"] = str(args.config)
+    settings = load_settings(args.config).settings
+    server = settings.server
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
+    if KeyStore(keys_path(settings.working_dir, server)).active_count() == 0:
+        if not is_loopback(server.host):
+            raise ConfigError(
+                f"no API keys are configured, so the server may only listen on a loopback address, not {server.host!r}; "
+                "create one with `ragkit keys create --workspace NAME --user NAME --scope read`"
+            )
+        log.warning("no API keys are configured: every loopback client has full access (create keys with `ragkit keys create`)")
+    uvicorn.run(
+        "ragkit.server.app:app_from_env", factory=True, host=server.host, port=server.port, workers=server.workers,
+        log_level="info",
+    )
+    return 0

@@ -1,0 +1,132 @@
+"""The app factory: ``create_app(settings)`` for ``ragkit serve``, Python and tests.
+
+Workspace routes live under ``/w/{workspace}/`` (``/w/default/query``); the
+name follows ``Settings.workspace``'s rule. Each area's router carries that
+prefix itself, so a route's template (the metrics label) is the full path.
+Routers of other areas take the same dependency, ``read_context`` (the one
+place that authenticates, checks the workspace and resolves the principal);
+the chat endpoints join in ``create_app`` with::
+
+    app.include_router(ollama_router(read_context), prefix=WORKSPACE_PREFIX)
+    app.include_router(openai_router(read_context), prefix=WORKSPACE_PREFIX)
+
+and ``tests/server/test_server_security.py`` then checks them too (every
+route of the app without a key is a 401).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from collections.abc import Iterator
+
+from fastapi import FastAPI
+
+from ragkit import __version__
+from ragkit.server import errors, logs
+from ragkit.server.config import keys_path
+from ragkit.server.context import read_context  # noqa: F401  (the chat routers' dependency)
+from ragkit.server.jobs import JobManager
+from ragkit.server.keys import KeyStore
+from ragkit.server.metrics import Metrics, MetricsMiddleware
+from ragkit.server.pool import WorkspacePool
+from ragkit.server.routes_documents import router as documents_router
+from ragkit.server.routes_graph import router as graph_router
+from ragkit.server.routes_query import router as query_router
+from ragkit.server.routes_system import router as system_router
+from ragkit.settings import WORKSPACE_PATTERN, WORKSPACE_RULE, Settings, load_settings
+
+log = logging.getLogger("ragkit.server")
+PUBLIC_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+"""The only routes served without a key: liveness and the API's own description."""
+WORKSPACE_PREFIX = "/w/{workspace}"
+
+
+@dataclass
+class ServerState:
+    settings: Settings
+    keys: KeyStore
+    pool: WorkspacePool
+    jobs: JobManager
+    metrics: Metrics
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or load_settings().settings
+    keys = KeyStore(keys_path(settings.working_dir, settings.server))
+    metrics_box: list[Metrics] = []
+    pool = WorkspacePool(settings, on_close=lambda rag: metrics_box[0].retire(rag))
+    jobs = JobManager(settings.working_dir, pool)
+    metrics = Metrics(pool.open_rags, jobs.queue_depth)
+    metrics_box.append(metrics)
+    state = ServerState(settings, keys, pool, jobs, metrics)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        logs.install()
+        pool.start()
+        resumed = jobs.resume()
+        if resumed:
+            log.info("resuming %d unfinished ingestion job(s)", len(resumed))
+        try:
+            yield
+        finally:
+            await jobs.close()
+            await pool.close()
+
+    app = FastAPI(title="ragkit", version=__version__, lifespan=lifespan,
+                  description="Graph-RAG over HTTP: documents, query and graph per workspace (`/w/{workspace}/...`).")
+    app.state.ragkit = state
+    errors.install(app)
+    for router in (system_router, documents_router, query_router, graph_router):
+        app.include_router(router)
+    app.add_middleware(errors.CatchAll)
+    app.add_middleware(WorkspaceNameGuard)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app
+
+
+def route_table(app: FastAPI) -> Iterator[tuple[str, str]]:
+    """Every (method, path template) the app serves, however routers nest
+    (FastAPI >= 0.16x keeps included routers as objects, older ones flatten)."""
+
+    def walk(routes, prefix: str) -> Iterator[tuple[str, str]]:
+        for route in routes:
+            included = getattr(route, "original_router", None)
+            if included is not None:
+                yield from walk(included.routes, prefix + route.include_context.prefix)
+                continue
+            for method in sorted(getattr(route, "methods", None) or ()):
+                if method != "HEAD":
+                    yield method, prefix + route.path
+
+    return walk(app.routes, "")
+
+
+def app_from_env() -> FastAPI:
+    """For ``uvicorn --factory`` (``ragkit serve --workers N``): settings from the usual sources."""
+    return create_app()
+
+
+class WorkspaceNameGuard:
+    """A bad workspace name is a 400 naming the rule, however it is spelled:
+    the raw path is checked (``%2e%2e``, ``a%2Fb``, ``%00``), before routing
+    could turn it into another route or a 404."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            raw = (scope.get("raw_path") or scope["path"].encode()).split(b"?", 1)[0]
+            if raw.startswith(b"/w/"):
+                segment = raw[3:].split(b"/", 1)[0]
+                name = unquote(segment.decode("latin-1"))
+                if not WORKSPACE_PATTERN.fullmatch(name):
+                    response = errors.error(400, f"invalid workspace name: {WORKSPACE_RULE}")
+                    await response(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
