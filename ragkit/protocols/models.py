@@ -88,8 +88,10 @@ class LLM(Protocol):
     - [llm.model-id.identifies-outputs] ``model_id`` changes whenever outputs
       would: two instances whose answers to the same request differ (another
       model, temperature, any output-relevant option) have different
-      ``model_id``s, since it is part of cache keys. Endpoints, secrets,
-      timeouts and concurrency limits stay out of it.
+      ``model_id``s, since it is part of cache keys. Options forwarded to the
+      provider unread (``extra_body``, ``model_options``: a ``dict[str, Any]``)
+      are part of it, since the adapter cannot know they leave outputs alone.
+      Endpoints, secrets, timeouts and concurrency limits stay out of it.
     - [llm.complete.completion] ``complete`` returns a ``Completion`` with the
       whole text, for every field of ``ChatRequest``.
     - [llm.concurrent.distinct] Several *different* requests in flight at once
@@ -130,7 +132,8 @@ class Embedder(Protocol):
     - [embedder.model-id.stable] ``model_id`` is a non-empty str, stable across
       reads and instances built from the same options.
     - [embedder.model-id.identifies-outputs] ``model_id`` changes whenever the
-      vectors would (another model, ``dimension``, any output-relevant option).
+      vectors would (another model, ``dimension``, any output-relevant option,
+      options forwarded to the provider unread), as for LLMs.
     - [embedder.declares] ``dimension`` and ``max_batch_size`` are ints >= 1;
       the core splits work into batches of at most ``max_batch_size``.
     """
@@ -163,7 +166,8 @@ class Reranker(Protocol):
       at once each get their own scores, as when called alone.
     - [reranker.model-id.stable] ``model_id`` is a non-empty str, stable across
       reads and instances built from the same options;
-      [reranker.model-id.identifies-outputs] it changes whenever scores would.
+      [reranker.model-id.identifies-outputs] it changes whenever scores would
+      (options forwarded to the provider unread included), as for LLMs.
     """
 
     model_id: str

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragkit.protocols.base import Capability, bypass_template
 from ragkit.protocols.doc_status import _record
 from ragkit.protocols.graph import EdgeKey, check_node_id, check_properties, edge_key
+from ragkit.models.http import model_identity
 from ragkit.protocols.models import ChatRequest, Completion, ModelAdapter, Usage
 from ragkit.protocols.vector import Filter
 from ragkit.schema import DocStatusPage, VectorHit
@@ -200,6 +201,8 @@ class EchoOptions(BaseModel):
     """How many times the answer repeats the prompt: changes outputs."""
     chunk_size: int = Field(default=3, ge=1)
     """Characters per streamed piece: does not change outputs."""
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Forwarded to a provider unread (as remote adapters do): may change outputs."""
 
 
 class EchoLLM(ModelAdapter):
@@ -212,7 +215,7 @@ class EchoLLM(ModelAdapter):
 
     def __init__(self, options: Any = None) -> None:
         super().__init__(options)
-        self.model_id = f"echo:x{self.options.repeat}"
+        self.model_id = model_identity("echo", f"x{self.options.repeat}", extra_body=self.options.extra_body)
 
     def answer(self, request: ChatRequest) -> str:
         return request.prompt * self.options.repeat
@@ -237,6 +240,17 @@ class RepeatBlindIdLLM(EchoLLM):
     def __init__(self, options: Any = None) -> None:
         super().__init__(options)
         self.model_id = "echo"
+
+
+class PassThroughBlindIdLLM(EchoLLM):
+    """``model_id`` leaves out ``extra_body``, which it forwards unread."""
+
+    violates: ClassVar[str] = "llm.model-id.identifies-outputs"
+    defect: ClassVar[str] = "model_id ignores a pass-through option"
+
+    def __init__(self, options: Any = None) -> None:
+        super().__init__(options)
+        self.model_id = f"echo:x{self.options.repeat}"
 
 
 class LastRequestLLM(EchoLLM):
@@ -417,7 +431,7 @@ STORE_BREAKERS: dict[str, tuple[type, ...]] = {
     "DocStatusStoreContract": (ExtraEmptyPageDocStatusStore,),
 }
 MODEL_BREAKERS: dict[str, tuple[type, ...]] = {
-    "LLMContract": (RepeatBlindIdLLM, LastRequestLLM, StrippingStreamLLM),
+    "LLMContract": (RepeatBlindIdLLM, PassThroughBlindIdLLM, LastRequestLLM, StrippingStreamLLM),
     "EmbedderContract": (DimensionBlindIdEmbedder, ShiftingDedupEmbedder, ZeroBlankEmbedder, SharedBatchEmbedder),
     "RerankerContract": (
         ScaleBlindIdReranker, ShiftingDedupReranker, BlankDroppingReranker, SharedStateReranker,

@@ -503,7 +503,8 @@ class DocStatusConcurrencyTests:
 
 # -- differential state machine ------------------------------------------------------
 
-_ID_POOL = ["a", "B", "b", "doc-1", "中文", "🙂", "é"]
+# Confusables too ([store.keys.exact]): case, NFC/NFD, ß/SS.
+_ID_POOL = ["a", "B", "b", "doc-1", "中文", "🙂", "é", "e\u0301", "stra\u00dfe", "STRASSE"]
 _IDS = st.sampled_from(_ID_POOL)
 _TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=8)
 _WHEN = st.datetimes(

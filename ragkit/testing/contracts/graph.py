@@ -651,7 +651,8 @@ class GraphConcurrencyTests:
 
 # -- differential state machine ----------------------------------------------------
 
-_NODE_POOL = ["a", "b", "C", "Δ", "中文", "🙂", "q'\"`{}"]
+# Confusables too ([store.keys.exact]): case, NFC/NFD, final sigma.
+_NODE_POOL = ["a", "b", "C", "c", "Δ", "中文", "🙂", "q'\"`{}", "\u00e9", "e\u0301", "\u03c3", "\u03c2"]
 _NODE = st.sampled_from(_NODE_POOL)
 _TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=8)
 _INT = st.integers(-(2**53), 2**53)

@@ -482,7 +482,8 @@ class KVConcurrencyTests:
 
 # -- differential state machine ----------------------------------------------------
 
-_KEY_POOL = ["a", "b", "C", "k-1", "中文", "🔑", "q'\"", "sp ace"]
+# Confusables too ([store.keys.exact]): case, NFC/NFD, ß/SS, final sigma.
+_KEY_POOL = ["a", "b", "C", "c", "k-1", "中文", "🔑", "q'\"", "sp ace", "\u00e9", "e\u0301", "stra\u00dfe", "STRASSE", "\u03c3", "\u03c2"]
 _TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=12)
 _SCALARS = (
     st.none()

@@ -48,6 +48,8 @@ def _changed_values(annotation: Any, value: Any) -> list[Any]:
         return [value + 0.5, value / 2]
     if value is None:
         args = set(typing.get_args(annotation))
+        if bool in args:
+            return [True, False]
         if int in args:
             return [8]
         if float in args:
@@ -74,6 +76,31 @@ def option_variants(adapter: Any) -> list[tuple[str, Any]]:
     return out
 
 
+def pass_through_fields(adapter: Any) -> list[str]:
+    """Option fields of type ``dict[str, Any]``: what adapters forward to the
+    provider unread (``extra_body``, ``model_options``)."""
+    options = getattr(adapter, "options", None)
+    if not isinstance(options, BaseModel):
+        return []
+    return [
+        name for name, field in type(options).model_fields.items()
+        if typing.get_origin(field.annotation) is dict and typing.get_args(field.annotation) == (str, Any)
+    ]
+
+
+def check_pass_through_options_in_model_id(adapter: Any) -> None:
+    """An entry added to a pass-through option changes ``model_id``: the
+    adapter cannot know that what it forwards unread leaves outputs alone."""
+    base = adapter.options.model_dump() if pass_through_fields(adapter) else {}
+    for name in pass_through_fields(adapter):
+        variant = type(adapter)({**base, name: {**(base.get(name) or {}), "ragkit_probe": 1}})
+        assert variant.model_id != adapter.model_id, (
+            f"option {name} is forwarded to the provider unread (it may set truncation, "
+            f"dimensions, sampling...) but changing it keeps model_id {adapter.model_id!r}: "
+            f"put it into model_id (model_identity(provider, model, {name}=...))"
+        )
+
+
 async def _close(model: Any) -> None:
     close = getattr(model, "aclose", None)
     if callable(close):
@@ -96,6 +123,7 @@ async def _stable_output(call: Callable[[], Awaitable[Any]], same: Callable[[Any
 async def check_model_id_identifies_outputs(
     adapter: Any, call: Callable[[Any], Awaitable[Any]], same: Callable[[Any, Any], bool]
 ) -> None:
+    check_pass_through_options_in_model_id(adapter)
     base = await _stable_output(lambda: call(adapter), same)
     assert base is not None or Capability.DETERMINISTIC not in declared(adapter), (
         "a DETERMINISTIC model gave two different outputs for the same input"

@@ -852,22 +852,23 @@ class VectorConcurrencyTests:
 
 # -- differential state machine ------------------------------------------------------
 
-_ID_POOL = ["a", "b", "B", "c", "中文", "🙂", "q'\""]
+# Confusables too ([store.keys.exact]): case, NFC/NFD, final sigma.
+_ID_POOL = ["a", "b", "B", "c", "中文", "🙂", "q'\"", "\u00e9", "e\u0301", "\u03c3", "\u03c2"]
 _IDS = st.sampled_from(_ID_POOL)
 _META = st.fixed_dictionaries(
     {},
     optional={
         "color": st.sampled_from(["red", "blue", "绿"]),
-        "n": st.integers(0, 2),
+        "n": st.integers(0, 2) | st.sampled_from(["1", "2"]),  # [vector.filter.types]
         "flag": st.booleans(),
-        "x": st.sampled_from([0.5, -1.25, 3.0]),
+        "x": st.sampled_from([0.5, -1.25, 3.0, 3]),
     },
 )
 _FILTER_VALUES = {
     "color": ["red", "blue", "绿", "none"],
-    "n": [0, 1, 2, True],
+    "n": [0, 1, 2, True, "1", 1.0],
     "flag": [True, False],
-    "x": [0.5, 3.0],
+    "x": [0.5, 3.0, 3, "3"],
 }
 
 
