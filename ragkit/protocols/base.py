@@ -12,6 +12,35 @@ Lifecycle::
 ``StoreClosedError``. ``drop()`` deletes everything in this store's workspace and
 namespace (and nothing else) and leaves the store open and empty.
 
+Rules every store kind shares (ids in brackets; the contract suite names the
+tests that check each, ``python -m ragkit.testing.contracts --rules``):
+
+- [store.closed.raises] Every call on a store that is not open (never opened,
+  or closed) raises ``StoreClosedError``; ``open``/``close`` are idempotent.
+- [store.close.durable] With ``Capability.PERSISTENT``, everything written
+  before ``close()`` is read back by a *new* instance over the same config.
+- [store.flush.durable] With ``Capability.PERSISTENT``, ``flush()`` alone makes
+  every write so far durable: a new instance over the same config, opened while
+  this one is still open and unclosed, reads it all (the indexer's crash
+  recovery relies on flush, not close).
+- [store.drop.scoped] ``drop()`` empties this workspace and namespace only;
+  other workspaces and namespaces of the same backend keep their data and the
+  store stays open.
+- [store.keys.exact] Keys and ids are compared code point by code point: keys
+  differing only in case (``"Apple"``/``"apple"``), in Unicode normalisation
+  (NFC ``"\\u00e9"``/NFD ``"e\\u0301"``) or under case-folding (``"straße"``/``"STRASSE"``,
+  final ``"ς"``/``"σ"``) are different records. Backends with case-insensitive
+  collations or normalising indexes must store an exact form.
+- [store.batch.large] One call may carry any number of keys (thousands, past
+  every SQL parameter limit such as SQLite's 999 or 32766): adapters chunk
+  their backend statements, and the answer is the same as for small calls.
+- [store.delete.missing-ok] Deleting keys that are not stored is not an error.
+- [store.scan.complete-under-delete] A scan (``keys()``, ``ids()``,
+  ``nodes()``) yields every record that is stored for the whole scan exactly
+  once, even while other records are deleted between two items; a record
+  deleted during the scan may or may not appear (paging by offset breaks this:
+  page by key).
+
 Template methods. Every public method of a store protocol is concrete here and
 in the kind's base class (``KVStore``, ``VectorStore``, ...): it checks the
 store is open and validates and normalises its arguments, once, then calls the
@@ -234,7 +263,7 @@ class BaseStore(ABC):
 
     @template("_flush")
     async def flush(self) -> None:
-        """Make every write so far durable."""
+        """Make every write so far durable [store.flush.durable]."""
         self._check_open()
         await self._flush()
 

@@ -39,14 +39,26 @@ class DocStatusStore(KeyedStore):
 
     Semantics every adapter must follow (the contract suite checks each):
 
-    - ``upsert`` stores records whole (replacing), timestamps included, and keeps
-      datetimes timezone-aware (UTC) with microsecond precision.
-    - ``get`` returns one entry per id, in order, ``None`` where missing.
-    - ``counts()`` has an entry for *every* status, 0 included.
-    - ``list_page(status, limit, cursor)`` pages through the documents of one
-      status (or all, with ``status=None``) ordered by id ascending. The cursor is
-      the last id of the previous page, so a document present during the whole
-      listing appears exactly once even while others are inserted concurrently.
+    - [doc_status.upsert.whole] ``upsert`` stores records whole (replacing);
+      when one call holds an id twice the last record wins.
+      [doc_status.timestamps.utc] Datetimes stay timezone-aware (UTC) with
+      microsecond precision.
+    - [doc_status.get.order] ``get`` returns one entry per id, in order, ``None``
+      where missing; [store.keys.exact] and [store.batch.large] hold for ids.
+    - [doc_status.counts.every-status] ``counts()`` has an entry for *every*
+      status, 0 included, and follows every write.
+    - [doc_status.list-page.order] ``list_page(status, limit, cursor)`` pages
+      through the documents of one status (or all, with ``status=None``)
+      ordered by id ascending, code point order (not a collation's order). The
+      cursor is the last id of the previous page, so a document present during
+      the whole listing appears exactly once even while others are inserted
+      concurrently.
+    - [doc_status.list-page.last-page] ``next_cursor`` is ``None`` on the last
+      page and only there: a listing whose size is a multiple of ``limit`` ends
+      with a full page whose ``next_cursor`` is ``None``, never with an extra
+      empty page; a page with a ``next_cursor`` holds exactly ``limit`` items.
+    - [doc_status.transition.lifecycle] ``transition`` follows
+      ``ALLOWED_TRANSITIONS`` and refuses a missing document.
 
     Adapters implement the hooks ``_get``, ``_upsert``, ``_delete``, ``_counts``,
     ``_list_page`` and ``_drop`` (``_transition`` optionally, to make the

@@ -24,22 +24,36 @@ class GraphStore(BaseStore):
 
     Decisions every adapter must follow (the contract suite checks each):
 
-    - **Undirected.** The edge (a, b) *is* (b, a): upserting (b, a) replaces the
-      properties of (a, b); ``get_edges([(b, a)])`` finds it; scans report each
-      edge once with ``source <= target``.
-    - **Self-loops** (a, a) are allowed and count once towards a's degree.
-    - **Degree** of a node is the number of distinct edges touching it; a missing
-      node has degree 0.
-    - **Missing vs isolated.** ``get_nodes`` gives ``None`` for a missing node;
-      ``nodes_edges`` gives ``None`` for a missing node and ``[]`` for a node
-      without edges.
-    - **Upsert replaces** the properties of a node or edge (no merge). Upserting an
-      edge creates missing endpoints as nodes with no properties.
-    - **Deleting a node deletes its edges.** Deleting missing things is not an error.
-    - **Property values** are str, int, float, bool or lists of str/int/float; keys
-      are non-empty str. ``None``, dicts and nested lists raise ``InvalidValueError``.
-    - Node ids are any non-empty str (quotes, backticks, braces, CJK, emoji).
-    - Batch reads return one entry per asked item, in order.
+    - [graph.undirected] **Undirected.** The edge (a, b) *is* (b, a): upserting
+      (b, a) replaces the properties of (a, b); ``get_edges([(b, a)])`` finds
+      it; scans report each edge once with ``source <= target``.
+    - [graph.upsert-edges.last-wins] **One batch, one edge twice.** When an
+      ``upsert_edges`` batch holds the same edge more than once, as (a, b) or
+      (b, a), the *last* occurrence wins, as if each were upserted in turn; the
+      same holds for an id repeated in ``upsert_nodes``' mapping (the mapping
+      keeps its last value).
+    - [graph.self-loops] **Self-loops** (a, a) are allowed and count once
+      towards a's degree.
+    - [graph.degree] **Degree** of a node is the number of distinct edges
+      touching it; a missing node has degree 0.
+    - [graph.missing-vs-isolated] **Missing vs isolated.** ``get_nodes`` gives
+      ``None`` for a missing node; ``nodes_edges`` gives ``None`` for a missing
+      node and ``[]`` for a node without edges.
+    - [graph.upsert.replaces] **Upsert replaces** the properties of a node or
+      edge (no merge). Upserting an edge creates missing endpoints as nodes with
+      no properties.
+    - [graph.delete.cascades] **Deleting a node deletes its edges.**
+      [store.delete.missing-ok] Deleting missing things is not an error.
+    - [graph.properties.types] **Property values** are str, int, float, bool or
+      lists of str/int/float, read back with their types; keys are non-empty
+      str. ``None``, dicts and nested lists raise ``InvalidValueError``.
+    - [graph.node-ids.any-str] Node ids are any non-empty str (quotes,
+      backticks, braces, CJK, emoji); [store.keys.exact] holds for them (entity
+      names differing in case or normalisation are different nodes).
+    - [graph.batch.order] Batch reads return one entry per asked item, in
+      order; [store.batch.large] holds for them.
+    - [graph.scans.once] ``nodes()``/``edges()`` yield everything once and the
+      counts match them.
 
     Adapters implement the hooks (``_upsert_nodes``, ``_upsert_edges``,
     ``_delete_nodes``, ``_delete_edges``, ``_get_nodes``, ``_get_edges``,

@@ -17,20 +17,25 @@ class KVStore(KeyedStore):
 
     Semantics every adapter must follow (the contract suite checks each):
 
-    - Keys are non-empty ``str``; values are ``dict`` objects that survive a JSON
-      round trip (str, int, float, bool, None, lists and dicts of those). Anything
-      else raises ``InvalidValueError`` before anything is written.
-    - ``get_many(keys)`` returns one entry per asked key, in the asked order
-      (duplicates included), ``None`` for a missing key.
-    - Returned records are copies: mutating one does not change the store, and
-      the store never keeps a reference to the caller's dicts.
-    - ``upsert`` *replaces* each record whole (no merge with the old one);
-      upserting the same mapping twice leaves the store as after once.
-    - ``delete`` ignores keys that do not exist.
-    - ``missing(keys)`` is the set of asked keys that are not stored.
-    - ``keys()`` yields every key once, in no particular order.
-    - Unicode (CJK, emoji) in keys and values and values of several MB round-trip
-      unchanged.
+    - [kv.values.json] Keys are non-empty ``str``; values are ``dict`` objects
+      that survive a JSON round trip (str, int, float, bool, None, lists and
+      dicts of those) and come back with the same types (``1`` stays an int,
+      ``1.0`` a float). Anything else raises ``InvalidValueError`` before
+      anything is written.
+    - [kv.get-many.order] ``get_many(keys)`` returns one entry per asked key, in
+      the asked order (duplicates included), ``None`` for a missing key.
+    - [kv.copies] Returned records are copies: mutating one does not change the
+      store, and the store never keeps a reference to the caller's dicts.
+    - [kv.upsert.replaces] ``upsert`` *replaces* each record whole (no merge
+      with the old one); upserting the same mapping twice leaves the store as
+      after once.
+    - [store.delete.missing-ok] ``delete`` ignores keys that do not exist.
+    - [kv.missing] ``missing(keys)`` is the set of asked keys that are not stored.
+    - [kv.keys.once] ``keys()`` yields every key once, in no particular order;
+      [store.scan.complete-under-delete] holds for it.
+    - [kv.unicode-and-size] Unicode (CJK, emoji) in keys and values and values
+      of several MB round-trip unchanged.
+    - [store.keys.exact] and [store.batch.large] hold for every method taking keys.
 
     Adapters implement the hooks ``_get_many``, ``_upsert``, ``_delete``,
     ``_count``, ``_keys`` and ``_drop`` (and the lifecycle hooks they need); the

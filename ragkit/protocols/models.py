@@ -3,6 +3,17 @@
 Structural (``typing.Protocol``): any object with these members works, no base
 class needed. ``ModelAdapter`` is an optional base that parses options the same
 way stores do.
+
+Rules across protocols (checked by ``CrossProtocolContract``):
+
+- [cross.embedder-vector.accepted] Every row an embedder returns, for any text
+  including blank ones, is accepted by every vector store of its dimension and
+  found again by a query with that row.
+- [cross.reranker.order] Sorting documents by a reranker's scores gives one
+  order whatever order the documents were given in.
+- [cross.llm.stream-concatenates] An LLM's stream joined is the text its
+  ``complete`` gives (for a deterministic model), for answers of many pieces
+  separated by whitespace.
 """
 
 from __future__ import annotations
@@ -72,10 +83,24 @@ class Completion(BaseModel):
 class LLM(Protocol):
     """A chat model.
 
-    - ``model_id`` is stable across processes and identifies everything that
-      changes outputs (provider, model, relevant options); it is part of cache keys.
-    - ``complete`` returns the whole text; ``stream`` yields pieces whose
-      concatenation equals what ``complete`` would return for a deterministic model.
+    - [llm.model-id.stable] ``model_id`` is a non-empty str, stable across reads,
+      instances and processes built from the same options.
+    - [llm.model-id.identifies-outputs] ``model_id`` changes whenever outputs
+      would: two instances whose answers to the same request differ (another
+      model, temperature, any output-relevant option) have different
+      ``model_id``s, since it is part of cache keys. Options forwarded to the
+      provider unread (``extra_body``, ``model_options``: a ``dict[str, Any]``)
+      are part of it, since the adapter cannot know they leave outputs alone.
+      Endpoints, secrets, timeouts and concurrency limits stay out of it.
+    - [llm.complete.completion] ``complete`` returns a ``Completion`` with the
+      whole text, for every field of ``ChatRequest``.
+    - [llm.concurrent.distinct] Several *different* requests in flight at once
+      each get their own answer: a ``DETERMINISTIC`` model answers each
+      exactly as when called alone (no answer crossed, dropped or merged).
+    - [llm.stream.concatenates] ``stream`` yields str pieces whose concatenation
+      equals what ``complete`` returns for a deterministic model, whitespace
+      between and inside pieces included (no piece stripped, no separator
+      added), however many pieces the answer takes.
     - Failures raise ``ragkit.errors.ModelError`` naming the endpoint and the fix.
     """
 
@@ -91,10 +116,26 @@ class LLM(Protocol):
 class Embedder(Protocol):
     """Texts to vectors.
 
-    ``embed(texts)`` returns a C-contiguous ``float32`` array of shape
-    ``(len(texts), dimension)``; an empty list gives shape ``(0, dimension)``.
-    Embedding texts in one call or one by one gives the same rows (within 1e-5).
-    The core splits work into batches of at most ``max_batch_size``.
+    - [embedder.embed.shape] ``embed(texts)`` returns a C-contiguous ``float32``
+      array of shape ``(len(texts), dimension)``, finite; an empty list gives
+      shape ``(0, dimension)``. The input list is not changed.
+    - [embedder.embed.batch-independent] Embedding texts in one call or one by
+      one gives the same rows (within 1e-5), and so do repeated calls.
+    - [embedder.embed.duplicates] A text repeated inside one call gets the
+      same row at every position (no de-duplication that shifts rows).
+    - [embedder.embed.blank-nonzero] Every text, blank ones (``""``, spaces,
+      newlines) included, gets a finite *non-zero* row: every vector store
+      rejects zero vectors, so an embedder returning one for blank text breaks
+      the pipeline ([cross.embedder-vector.accepted]).
+    - [embedder.embed.concurrent] Several different ``embed`` calls in flight at
+      once each get their own rows, as when called alone.
+    - [embedder.model-id.stable] ``model_id`` is a non-empty str, stable across
+      reads and instances built from the same options.
+    - [embedder.model-id.identifies-outputs] ``model_id`` changes whenever the
+      vectors would (another model, ``dimension``, any output-relevant option,
+      options forwarded to the provider unread), as for LLMs.
+    - [embedder.declares] ``dimension`` and ``max_batch_size`` are ints >= 1;
+      the core splits work into batches of at most ``max_batch_size``.
     """
 
     model_id: str
@@ -107,8 +148,27 @@ class Embedder(Protocol):
 
 @runtime_checkable
 class Reranker(Protocol):
-    """Relevance of each document to the query: one float per document, in
-    order, higher is more relevant. An empty list gives ``[]``."""
+    """Relevance of each document to the query.
+
+    - [reranker.scores.shape] One finite float per document, in order, higher
+      is more relevant; an empty list gives ``[]``.
+    - [reranker.scores.relevance] A document sharing the query's subject scores
+      higher than an unrelated one.
+    - [reranker.scores.independent] A document's score depends only on the
+      query and that document: scoring in one call or one by one, in any order
+      of the documents, gives the same scores (within 1e-5), so sorting by
+      score gives one order however the list was built.
+    - [reranker.scores.duplicates] A document repeated inside one call gets the
+      same score at every position.
+    - [reranker.scores.blank] Blank documents (``""``, spaces) get a finite
+      score, like any other.
+    - [reranker.scores.concurrent] Several different ``scores`` calls in flight
+      at once each get their own scores, as when called alone.
+    - [reranker.model-id.stable] ``model_id`` is a non-empty str, stable across
+      reads and instances built from the same options;
+      [reranker.model-id.identifies-outputs] it changes whenever scores would
+      (options forwarded to the provider unread included), as for LLMs.
+    """
 
     model_id: str
     capabilities: frozenset[Capability]

@@ -21,25 +21,45 @@ class VectorStore(KeyedStore):
 
     Semantics every adapter must follow (the contract suite checks each):
 
-    - ``dimension`` is fixed by ``StoreConfig.dimension``. Upserting or querying a
-      vector of any other length raises ``DimensionMismatchError`` and writes
-      nothing. Vectors must be finite and non-zero (``InvalidValueError``).
-    - Metadata values are scalars: str, int, float or bool.
-    - ``upsert`` replaces the vector *and* metadata of an existing id.
-    - ``query(vector, top_k)`` returns at most ``top_k`` hits sorted by cosine
-      similarity, best first; equal scores (within 1e-6) are ordered by id
-      ascending. ``top_k`` larger than the store returns everything.
-    - ``min_score`` drops hits whose score is below it.
-    - ``filter`` (needs ``Capability.METADATA_FILTER``) is a mapping
-      ``{field: value}`` or ``{field: {"$in": [v1, v2]}}``; all entries must hold
-      (AND). A record without the field never matches.
-    - Scores are cosine similarity in [-1, 1] with at least 1e-4 precision, so
-      scores from two adapters of the same data are comparable.
-    - Exact stores return the true nearest neighbours; stores declaring
-      ``Capability.APPROXIMATE_SEARCH`` must reach recall@10 >= 0.9 against brute
-      force on the contract's data set.
-    - ``get(ids)`` returns one entry per id in order, ``None`` where missing.
-    - ``delete`` ignores missing ids.
+    - [vector.dimension.fixed] ``dimension`` is fixed by ``StoreConfig.dimension``.
+      Upserting or querying a vector of any other length raises
+      ``DimensionMismatchError`` and writes nothing. [vector.vectors.valid]
+      Vectors must be finite and non-zero (``InvalidValueError``), and ids in one
+      upsert distinct.
+    - [vector.metadata.scalars] Metadata values are scalars: str, int, float or
+      bool, read back with their type.
+    - [vector.upsert.replaces] ``upsert`` replaces the vector *and* metadata of
+      an existing id.
+    - [vector.query.ranking] ``query(vector, top_k)`` returns hits sorted by
+      cosine similarity, best first; equal scores (within 1e-6) are ordered by
+      id ascending.
+    - [vector.query.top-k] At most ``top_k`` hits; ``top_k`` larger than the
+      store returns everything; ``top_k=0`` returns ``[]`` (it is not "no
+      limit") and a negative or non-int ``top_k`` raises ``InvalidValueError``.
+    - [vector.query.min-score-inclusive] ``min_score`` drops hits whose score is
+      below it; a hit scoring exactly ``min_score`` is kept (``>=``, never ``>``),
+      also when the adapter pushes ``min_score`` down to its backend.
+    - [vector.filter.semantics] ``filter`` (needs ``Capability.METADATA_FILTER``)
+      is a mapping ``{field: value}`` or ``{field: {"$in": [v1, v2]}}``; all
+      entries must hold (AND), before ``top_k`` is applied. A record without
+      the field never matches.
+    - [vector.filter.types] Filter values compare with their type: a str never
+      equals a number (``"1"`` does not match ``1``), a bool only equals a bool
+      (``True`` does not match ``1``), and numbers compare by value (``3``
+      matches ``3.0`` and ``3.0`` matches ``3``), as Python's ``==`` on
+      non-bool numbers.
+    - [vector.scores.cosine] Scores are cosine similarity in [-1, 1] with at
+      least 1e-4 precision, so scores from two adapters of the same data are
+      comparable.
+    - [vector.search.recall] Exact stores return the true nearest neighbours;
+      stores declaring ``Capability.APPROXIMATE_SEARCH`` must reach recall@10 >=
+      0.9 against brute force on the contract's data set.
+    - [vector.get.order] ``get(ids)`` returns one entry per id in order, ``None``
+      where missing.
+    - [vector.ids.once] ``ids()`` yields every id once;
+      [store.scan.complete-under-delete] holds for it.
+    - [store.delete.missing-ok] ``delete`` ignores missing ids;
+      [store.keys.exact] and [store.batch.large] hold for ids.
 
     Adapters implement the hooks ``_upsert``, ``_query``, ``_get``, ``_delete``,
     ``_count``, ``_ids`` and ``_drop``; the public methods check the store is

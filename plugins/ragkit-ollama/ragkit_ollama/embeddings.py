@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from ragkit.models import check_vectors, embed_in_batches, embedding_dimension
+from ragkit.models import check_vectors, embed_in_batches, embedding_dimension, model_identity
 from ragkit_ollama._base import OllamaAdapter, OllamaOptions
 
 KNOWN_DIMENSIONS = {
@@ -48,7 +48,9 @@ class OllamaEmbedder(OllamaAdapter):
         opts = self.options
         self.dimension: int = embedding_dimension("ollama", opts.model, opts.dimensions, KNOWN_DIMENSIONS)
         self.max_batch_size: int = opts.batch_size
-        self.model_id = f"ollama:{opts.model}:{self.dimension}"
+        # model_options go to /api/embed as "options" (num_ctx changes long
+        # texts' vectors), so they are part of the id; unset, the id is unchanged.
+        self.model_id = model_identity("ollama", f"{opts.model}:{self.dimension}", model_options=opts.model_options)
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await embed_in_batches(texts, self.max_batch_size, self.dimension, self._embed_batch)

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from ragkit.models import check_vectors, embed_in_batches, embedding_dimension
+from ragkit.models import check_vectors, embed_in_batches, embedding_dimension, model_identity
 from ragkit_openai._base import OpenAIAdapter, OpenAIOptions
 
 KNOWN_DIMENSIONS = {
@@ -49,7 +49,10 @@ class OpenAIEmbedder(OpenAIAdapter):
         opts = self.options
         self.dimension: int = embedding_dimension("openai", opts.model, opts.dimensions, KNOWN_DIMENSIONS)
         self.max_batch_size: int = opts.batch_size
-        self.model_id = f"openai:{opts.model}:{self.dimension}"
+        # extra_body is forwarded unread (it may set truncation or dimensions on
+        # OpenAI-compatible servers), so it is part of the id; unset, the id is
+        # what it always was and existing caches stay valid.
+        self.model_id = model_identity("openai", f"{opts.model}:{self.dimension}", extra_body=opts.extra_body)
         send = opts.send_dimensions
         self._send_dimensions = (
             send if send is not None else bool(opts.dimensions) and opts.model.startswith("text-embedding-3")

@@ -85,7 +85,8 @@ class RerankAPI(RemoteModel):
         self.service_name, self.default_url, self.key_env = flavor["name"], flavor["url"], flavor["key_env"]
         self.key_required_at_default_url = True
         self.model = self.options.model or flavor["model"]
-        self.model_id = model_identity(self.options.flavor, self.model)
+        # extra_body (max_tokens_per_doc, truncation...) changes scores: part of the id.
+        self.model_id = model_identity(self.options.flavor, self.model, extra_body=self.options.extra_body)
 
     def model_name(self) -> str:
         return self.model

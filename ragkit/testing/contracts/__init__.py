@@ -41,7 +41,13 @@ its class: see ``ragkit.testing.contracts.options`` (a ``"kind:name"`` ->
 skip there means "backend unreachable"; adapters listed in
 ``RAGKIT_CONTRACT_REQUIRE=kind:name,...`` fail instead of skipping.
 
-``python -m ragkit.testing.contracts`` prints how many tests each contract has.
+Every rule a protocol docstring states carries an id in brackets
+(``[vector.query.min-score-inclusive]``) and every contract test names the
+rules it checks with ``@checks(...)``; rules across protocols are checked by
+``CrossProtocolContract`` (an embedder with a vector store).
+
+``python -m ragkit.testing.contracts`` prints how many tests each contract has;
+``--rules`` lists rule -> tests and exits 1 when a rule has none.
 """
 
 import pytest
@@ -50,10 +56,13 @@ import pytest
 # modules too (they are not test files, so pytest would not rewrite them).
 pytest.register_assert_rewrite(
     "ragkit.testing.contracts._base",
+    "ragkit.testing.contracts.cross",
     "ragkit.testing.contracts.doc_status",
+    "ragkit.testing.contracts.edge_cases",
     "ragkit.testing.contracts.graph",
     "ragkit.testing.contracts.kv",
     "ragkit.testing.contracts.models",
+    "ragkit.testing.contracts.models_edge",
     "ragkit.testing.contracts.options",
     "ragkit.testing.contracts.vector",
 )
@@ -65,15 +74,18 @@ from ragkit.testing.contracts._base import (  # noqa: E402
     machine_budget,
     needs,
 )
+from ragkit.testing.contracts.cross import CrossProtocolContract  # noqa: E402
 from ragkit.testing.contracts.doc_status import DocStatusStoreContract  # noqa: E402
 from ragkit.testing.contracts.graph import GraphStoreContract  # noqa: E402
 from ragkit.testing.contracts.kv import KVStoreContract  # noqa: E402
 from ragkit.testing.contracts.models import EmbedderContract, LLMContract, RerankerContract  # noqa: E402
 from ragkit.testing.contracts.options import contract_options  # noqa: E402
+from ragkit.testing.contracts.rules import checks, rule_listing  # noqa: E402
 from ragkit.testing.contracts.vector import VectorStoreContract  # noqa: E402
 
 __all__ = [
     "CONTRACTS",
+    "CrossProtocolContract",
     "DocStatusStoreContract",
     "EmbedderContract",
     "GraphStoreContract",
@@ -83,7 +95,9 @@ __all__ = [
     "SKIP_PREFIX",
     "VectorStoreContract",
     "contract_options",
+    "checks",
     "contract_test_names",
     "machine_budget",
     "needs",
+    "rule_listing",
 ]

@@ -4,6 +4,9 @@ methods defined on the contract classes.
 
     --json     machine-readable output
     --list     also list every test method (capability-gated ones marked)
+    --rules    list each protocol rule (the ids in the protocol docstrings) with
+               the contract tests that check it; exit 1 when a rule has no test
+               or a test names a rule no docstring states
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from ragkit.testing.contracts import CONTRACTS, contract_test_names, machine_budget
 from ragkit.testing.contracts._base import required_capability
+from ragkit.testing.contracts.rules import rule_listing
 
 MACHINE_TEST = "test_differential_state_machine"
 
@@ -51,7 +55,14 @@ def summary() -> dict[str, Any]:
             }
         )
     budget = machine_budget()
+    rules = rule_listing()
     return {
+        "rules": {
+            "stated": len(rules["rules"]),
+            "untested": rules["untested"],
+            "unknown": sorted(rules["unknown"]),
+            "broken_adapters": _broken_count(),
+        },
         "contracts": contracts,
         "total_tests": sum(c["tests"] for c in contracts),
         "total_cases": sum(c["cases"] for c in contracts),
@@ -65,11 +76,42 @@ def summary() -> dict[str, Any]:
     }
 
 
+def _broken_count() -> int:
+    """Deliberately broken adapters the self-test runs the suite against
+    (``ragkit.testing.broken`` and ``ragkit.testing.broken_rules``), one defect each."""
+    from ragkit.testing import broken, broken_rules
+
+    return sum(len(classes) for classes in broken.BROKEN_ADAPTERS.values()) + len(
+        set(broken_rules.rule_breakers())
+    )
+
+
+def print_rules(as_json: bool) -> int:
+    listing = rule_listing()
+    if as_json:
+        print(json.dumps(listing, indent=2))
+    else:
+        for rule, tests in listing["rules"].items():
+            print(f"[{rule}]  ({listing['stated_in'][rule]})")
+            for name in tests:
+                print(f"    {name}")
+            if not tests:
+                print("    NO TEST")
+        for rule, tests in listing["unknown"].items():
+            print(f"[{rule}] is named by {', '.join(tests)} but stated in no protocol docstring")
+        n = len(listing["rules"])
+        print(f"\n{n} rules, {n - len(listing['untested'])} with tests, {len(listing['untested'])} without")
+    return 1 if listing["untested"] or listing["unknown"] else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ragkit.testing.contracts", description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--list", action="store_true", help="list every test method")
+    parser.add_argument("--rules", action="store_true", help="list rule -> tests; exit 1 if a rule has none")
     args = parser.parse_args(argv)
+    if args.rules:
+        return print_rules(args.json)
     data = summary()
     if args.json:
         if not args.list:
@@ -93,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'total':<{width}}  {'':<14} {data['total_tests']:>5} {data['total_cases']:>5}")
     print()
     print("tests = test methods; cases = after parametrize; gated = skip unless the capability is declared")
+    r = data["rules"]
+    print()
+    print(f"rules stated in the protocol docstrings: {r['stated']} ({len(r['untested'])} without a test; --rules lists them)")
+    print(f"broken adapters the self-test must catch (tests/testing): {r['broken_adapters']}")
     sm = data["state_machines"]
     seed = "derandomized (CI is set: fixed seed, no example database)" if sm["derandomize"] else "random (set CI=1 to derandomize)"
     print()

@@ -27,6 +27,8 @@ from ragkit.testing.contracts._base import (
     run_machine,
     sibling,
 )
+from ragkit.testing.contracts.edge_cases import DocStatusEdgeCaseTests
+from ragkit.testing.contracts.rules import checks
 
 T0 = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=timezone.utc)
 
@@ -68,10 +70,13 @@ async def _walk(store: DocStatusStore, status: DocStatus | None, limit: int) -> 
         assert page_ids == sorted(page_ids), f"page not ordered by id: {page_ids}"
         if status is not None:
             assert all(r.status == status for r in page.items), f"page for {status} has other statuses"
+        assert page.items or not ids, (
+            f"an extra empty page after {len(ids)} ids: next_cursor must be None on the last page"
+        )
         ids += page_ids
         if page.next_cursor is None:
             return ids
-        assert page.items, "an empty page with a next_cursor would loop forever"
+        assert len(page.items) == limit, f"a page of {len(page.items)} < limit={limit} items has a next_cursor"
         cursor = page.next_cursor
     raise AssertionError("list_page never returned next_cursor=None")
 
@@ -84,6 +89,7 @@ def _counts(expected: dict[str, DocStatusRecord]) -> dict[DocStatus, int]:
 
 
 class DocStatusReadWriteTests:
+    @checks("doc_status.get.order")
     async def test_get_keeps_order_and_none_for_missing(self, adapter):
         """``get`` returns one entry per id, in order (duplicates included),
         ``None`` where missing; ``get([])`` is ``[]``.
@@ -95,6 +101,7 @@ class DocStatusReadWriteTests:
         await _check(adapter, recs, ["c", "x", "a", "c", "b"])
         assert await adapter.get([]) == []
 
+    @checks("doc_status.upsert.whole")
     async def test_records_round_trip_whole(self, adapter):
         """Every field round-trips: status, error, chunk_ids (order kept),
         content hash, file path, length, metadata with exact types and the
@@ -115,6 +122,7 @@ class DocStatusReadWriteTests:
         (no_list,) = await adapter.get(["doc-3"])
         assert no_list is not None and no_list.access is None
 
+    @checks("doc_status.timestamps.utc")
     async def test_timestamps_are_utc_with_microseconds(self, adapter):
         """``created_at``/``updated_at`` come back timezone-aware in UTC, the
         same instants with microsecond precision (a +05:30 input is converted).
@@ -133,6 +141,7 @@ class DocStatusReadWriteTests:
         assert got.created_at.utcoffset() == timedelta(0) and got.created_at.microsecond == 678901
         assert got.updated_at.microsecond == 999999
 
+    @checks("doc_status.upsert.whole")
     async def test_upsert_replaces_whole_record(self, adapter):
         """Upserting an existing id replaces the record whole: a cleared error,
         shorter chunk list and removed metadata fields stay cleared.
@@ -172,6 +181,7 @@ class DocStatusReadWriteTests:
         await adapter.upsert([])
         assert await adapter.count() == 0
 
+    @checks("store.delete.missing-ok")
     async def test_delete(self, adapter):
         """``delete`` removes the given ids and ignores missing ones (also on an
         empty store and for an empty list).
@@ -203,6 +213,7 @@ class DocStatusReadWriteTests:
 
 
 class DocStatusCountTests:
+    @checks("doc_status.counts.every-status")
     async def test_counts_has_every_status(self, adapter):
         """``counts()`` has an entry for every ``DocStatus`` (0 included), on an
         empty store and after writes; keys are ``DocStatus`` members.
@@ -216,6 +227,7 @@ class DocStatusCountTests:
         assert set(counts) == set(DocStatus) and all(isinstance(k, DocStatus) for k in counts)
         assert counts == {**{s: 0 for s in DocStatus}, DocStatus.PROCESSED: 1}
 
+    @checks("doc_status.counts.every-status")
     async def test_counts_after_every_mutation(self, adapter):
         """``counts()`` and ``count()`` are right after inserts, status-changing
         replaces, transitions, deletes (present and missing) and drop.
@@ -247,6 +259,7 @@ class DocStatusCountTests:
 
 
 class DocStatusPagingTests:
+    @checks("doc_status.list-page.order")
     async def test_list_page_orders_by_id(self, adapter):
         """``list_page`` returns documents ordered by id ascending in code-point
         order ("B" < "a" < "é" < "中"), all statuses or one status.
@@ -262,6 +275,7 @@ class DocStatusPagingTests:
         assert [r.id for r in page.items] == ["B", "a"]
 
     @pytest.mark.parametrize("limit", [1, 3, 5, 7, 100])
+    @checks("doc_status.list-page.order", "doc_status.list-page.last-page")
     async def test_paging_has_no_gaps_or_repeats(self, adapter, limit):
         """Following ``next_cursor`` visits every document exactly once, for page
         sizes that divide the total, do not, and exceed it; ``next_cursor`` is
@@ -277,6 +291,7 @@ class DocStatusPagingTests:
         for s in DocStatus:
             assert await _walk(adapter, s, limit) == sorted(i for i, r in recs.items() if r.status == s)
 
+    @checks("doc_status.list-page.last-page")
     async def test_empty_listing(self, adapter):
         """Listing an empty store (or a status with no documents) gives one empty
         page with ``next_cursor=None``.
@@ -289,6 +304,7 @@ class DocStatusPagingTests:
         page = await adapter.list_page(DocStatus.FAILED)
         assert page.items == [] and page.next_cursor is None
 
+    @checks("doc_status.list-page.order")
     async def test_paging_under_concurrent_inserts(self, adapter):
         """While one task pages through (limit 3) and other tasks insert and
         delete documents between its pages, every document present for the whole
@@ -329,6 +345,7 @@ class DocStatusTransitionTests:
         [(s, t) for s in DocStatus for t in DocStatus],
         ids=lambda s: s.value,
     )
+    @checks("doc_status.transition.lifecycle")
     async def test_transitions_follow_the_lifecycle(self, adapter, source, target):
         """``transition`` allows exactly ``ALLOWED_TRANSITIONS``: an allowed change
         updates status and ``updated_at`` and keeps ``error`` only for failed,
@@ -355,6 +372,7 @@ class DocStatusTransitionTests:
                 await adapter.transition("d", target)
             await _check(adapter, {"d": rec}, ["d"])
 
+    @checks("doc_status.transition.lifecycle")
     async def test_transition_of_a_missing_document_is_refused(self, adapter):
         """``transition`` of an id with no record raises ``InvalidTransitionError``
         and creates nothing.
@@ -365,6 +383,7 @@ class DocStatusTransitionTests:
             await adapter.transition("missing", DocStatus.PROCESSING)
         assert await adapter.count() == 0
 
+    @checks("doc_status.transition.lifecycle")
     async def test_full_lifecycle(self, adapter):
         """pending -> processing -> failed -> pending -> processing -> processed
         -> pending -> deleting works, and counts follow each step; nothing
@@ -385,6 +404,7 @@ class DocStatusTransitionTests:
 
 
 class DocStatusLifecycleTests:
+    @checks("store.closed.raises")
     async def test_closed_store_raises_store_closed_error(self, adapter):
         """Using a store before ``open()`` or after ``close()`` raises
         ``StoreClosedError``; ``async with`` opens and closes it; a closed store
@@ -415,6 +435,7 @@ class DocStatusLifecycleTests:
         await adapter.open()
         assert adapter.is_open and await adapter.count() == 0
 
+    @checks("store.drop.scoped")
     async def test_drop_and_isolation(self, adapter):
         """``drop()`` empties this store only and leaves it usable; other
         workspaces and namespaces keep independent records under the same ids.
@@ -438,6 +459,7 @@ class DocStatusLifecycleTests:
             assert await adapter.count() == 1
 
     @needs(Capability.PERSISTENT)
+    @checks("store.close.durable")
     async def test_data_survives_close_and_reopen(self, adapter):
         """(PERSISTENT) Records, transitions and deletes made before ``close()``
         are seen by a new instance over the same config, and by the first one
@@ -487,7 +509,8 @@ class DocStatusConcurrencyTests:
 
 # -- differential state machine ------------------------------------------------------
 
-_ID_POOL = ["a", "B", "b", "doc-1", "中文", "🙂", "é"]
+# Confusables too ([store.keys.exact]): case, NFC/NFD, ß/SS.
+_ID_POOL = ["a", "B", "b", "doc-1", "中文", "🙂", "é", "e\u0301", "stra\u00dfe", "STRASSE"]
 _IDS = st.sampled_from(_ID_POOL)
 _TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=8)
 _WHEN = st.datetimes(
@@ -609,6 +632,7 @@ class DocStatusStateMachineTests:
 class DocStatusStoreContract(
     # Collected bottom-up: read/write tests run first, the state machine last.
     DocStatusStateMachineTests,
+    DocStatusEdgeCaseTests,
     DocStatusConcurrencyTests,
     DocStatusLifecycleTests,
     DocStatusTransitionTests,

@@ -27,6 +27,8 @@ from ragkit.testing.contracts._base import (
     run_machine,
     sibling,
 )
+from ragkit.testing.contracts.edge_cases import GraphEdgeCaseTests
+from ragkit.testing.contracts.rules import checks
 
 ODD_IDS = ["中文实体", "🙂 emoji", "q'\"`", "{braces}", "back\\slash", "  spaced  ", "ЖУК", "a:b/c"]
 
@@ -56,6 +58,7 @@ async def _degrees(store: GraphStore, expected: Mapping[str, int]) -> None:
 
 
 class GraphNodeTests:
+    @checks("graph.missing-vs-isolated", "graph.batch.order")
     async def test_get_nodes_keeps_order_and_none_for_missing(self, adapter):
         """``get_nodes`` returns one entry per asked id, in order (duplicates
         included), ``None`` where missing; ``get_node``/``has_node`` agree.
@@ -70,6 +73,7 @@ class GraphNodeTests:
         assert await adapter.get_node("x") is None
         assert await adapter.has_node("a") and not await adapter.has_node("x")
 
+    @checks("graph.upsert.replaces")
     async def test_upsert_node_replaces_properties(self, adapter):
         """Upserting an existing node replaces its properties whole (no merge);
         an empty mapping leaves a node with no properties.
@@ -83,6 +87,7 @@ class GraphNodeTests:
         assert difference({}, await adapter.get_node("a")) is None
         assert await adapter.node_count() == 1
 
+    @checks("graph.properties.types")
     async def test_property_types_round_trip(self, adapter):
         """Every allowed property type round-trips with its type: str, int,
         float, bool (not 1), and lists of str, int and float.
@@ -124,6 +129,7 @@ class GraphNodeTests:
         assert difference(before, await adapter.get_node("a")) is None
         assert difference(before, await adapter.get_edge("a", "b")) is None
 
+    @checks("graph.node-ids.any-str")
     async def test_odd_node_ids(self, adapter):
         """Node ids with CJK, emoji, quotes, backticks, braces, backslashes,
         colons and surrounding spaces work everywhere: upsert, get, edges, degree,
@@ -172,6 +178,7 @@ class GraphNodeTests:
             pytest.param({"k": (1, 2)}, id="tuple"),
         ],
     )
+    @checks("graph.properties.types")
     async def test_invalid_property_values_are_rejected(self, adapter, bad):
         """``None``, dicts, nested lists, lists of bools or with None, non-finite
         floats, bytes, tuples and empty/non-str keys raise ``InvalidValueError``,
@@ -205,6 +212,7 @@ class GraphNodeTests:
 
 
 class GraphEdgeTests:
+    @checks("graph.undirected")
     async def test_edges_are_undirected(self, adapter):
         """(a, b) and (b, a) are one edge: upserting (b, a) replaces (a, b)'s
         properties, ``get_edges`` finds it both ways, it is counted once.
@@ -220,6 +228,7 @@ class GraphEdgeTests:
         assert await adapter.nodes_edges(["a", "b"]) == [[("a", "b")], [("a", "b")]]
         assert await _edges(adapter) == {("a", "b"): {"w": 2}}
 
+    @checks("graph.batch.order")
     async def test_get_edges_keeps_order_and_none_for_missing(self, adapter):
         """``get_edges`` returns one entry per asked pair, in order, ``None`` for
         missing edges (including between existing nodes and to missing nodes).
@@ -231,6 +240,7 @@ class GraphEdgeTests:
         assert got == [{"n": 2}, None, None, {"n": 1}, {"n": 2}]
         assert await adapter.get_edges([]) == []
 
+    @checks("graph.upsert.replaces")
     async def test_upsert_edge_creates_missing_endpoints(self, adapter):
         """Upserting an edge creates missing endpoints as nodes with no
         properties, and leaves existing endpoints' properties alone.
@@ -242,6 +252,7 @@ class GraphEdgeTests:
         assert await adapter.get_nodes(["a", "new"]) == [{"keep": "me"}, {}]
         assert await adapter.node_count() == 2
 
+    @checks("graph.upsert.replaces")
     async def test_upsert_edge_replaces_properties(self, adapter):
         """Upserting an existing edge replaces its properties whole (no merge).
 
@@ -251,6 +262,7 @@ class GraphEdgeTests:
         await adapter.upsert_edge("a", "b", {"y": 3})
         assert await adapter.get_edge("a", "b") == {"y": 3}
 
+    @checks("graph.self-loops")
     async def test_self_loops(self, adapter):
         """A self-loop (a, a) is an edge: stored once, counted once in
         ``edge_count`` and in a's degree, listed once by ``nodes_edges`` and
@@ -273,6 +285,7 @@ class GraphEdgeTests:
         assert await adapter.edge_count() == 0
         await _degrees(adapter, {"a": 0, "b": 0})
 
+    @checks("graph.missing-vs-isolated")
     async def test_nodes_edges_tells_missing_from_isolated(self, adapter):
         """``nodes_edges`` gives ``None`` for a missing node and ``[]`` for a node
         without edges; edges are canonical keys sorted ascending.
@@ -288,6 +301,7 @@ class GraphEdgeTests:
 
 
 class GraphDegreeTests:
+    @checks("graph.degree")
     async def test_degree_after_every_mutation(self, adapter):
         """Degrees (distinct edges touching a node; 0 for missing nodes) are
         right after every edge insert, reverse re-insert, node upsert, edge
@@ -317,6 +331,7 @@ class GraphDegreeTests:
 
 
 class GraphDeleteTests:
+    @checks("graph.delete.cascades")
     async def test_deleting_a_node_deletes_its_edges(self, adapter):
         """Deleting a node removes it and every edge touching it (neighbours stay,
         with fewer edges); the other edges are untouched.
@@ -332,6 +347,7 @@ class GraphDeleteTests:
         assert (await adapter.node_count(), await adapter.edge_count()) == (2, 1)
         assert await _edges(adapter) == {("a", "b"): {"keep": 1}}
 
+    @checks("graph.undirected")
     async def test_delete_edges_in_either_direction(self, adapter):
         """``delete_edges`` removes an edge given as (a, b) or (b, a) and keeps
         both endpoints as nodes.
@@ -344,6 +360,7 @@ class GraphDeleteTests:
         assert await adapter.node_count() == 3
         assert await adapter.nodes_edges(["a", "b", "c"]) == [[], [], []]
 
+    @checks("store.delete.missing-ok")
     async def test_deleting_missing_things_is_not_an_error(self, adapter):
         """Deleting missing nodes and edges (between missing nodes, between
         existing but unconnected nodes, or empty lists) does not raise or change
@@ -377,6 +394,7 @@ class GraphDeleteTests:
 
 
 class GraphScanAndCountTests:
+    @checks("graph.scans.once")
     async def test_counts_after_every_mutation(self, adapter):
         """``node_count`` and ``edge_count`` are right after each node and edge
         upsert, replace, reverse upsert, deletes of present and missing items,
@@ -402,6 +420,7 @@ class GraphScanAndCountTests:
         await adapter.drop()
         assert await counts() == (0, 0)
 
+    @checks("graph.scans.once")
     async def test_scans_yield_everything_once(self, adapter):
         """``nodes()`` yields every node once and ``edges()`` every edge once with
         ``source <= target``, with their properties; both agree with the counts
@@ -513,6 +532,7 @@ class GraphQueryTests:
 
 
 class GraphDropAndIsolationTests:
+    @checks("store.drop.scoped")
     async def test_drop_empties_and_keeps_the_store_open(self, adapter):
         """``drop()`` removes every node and edge and leaves the store usable.
 
@@ -525,6 +545,7 @@ class GraphDropAndIsolationTests:
         await adapter.upsert_edge("x", "y", {"after": True})
         assert await adapter.get_edge("y", "x") == {"after": True}
 
+    @checks("store.drop.scoped")
     async def test_workspaces_and_namespaces_are_isolated(self, adapter):
         """Other workspaces and namespaces hold independent graphs with the same
         node ids: reads, degrees, counts, scans, deletes and drop never cross.
@@ -548,6 +569,7 @@ class GraphDropAndIsolationTests:
 
 
 class GraphLifecycleTests:
+    @checks("store.closed.raises")
     async def test_closed_store_raises_store_closed_error(self, adapter):
         """Using a store before ``open()`` or after ``close()`` raises
         ``StoreClosedError``; ``async with`` opens and closes it; a closed store
@@ -579,6 +601,7 @@ class GraphLifecycleTests:
         assert adapter.is_open and await adapter.node_count() == 0
 
     @needs(Capability.PERSISTENT)
+    @checks("store.close.durable")
     async def test_data_survives_close_and_reopen(self, adapter):
         """(PERSISTENT) Nodes, edges, properties, self-loops and deletions made
         before ``close()`` are seen by a new instance over the same config, and
@@ -628,7 +651,8 @@ class GraphConcurrencyTests:
 
 # -- differential state machine ----------------------------------------------------
 
-_NODE_POOL = ["a", "b", "C", "Δ", "中文", "🙂", "q'\"`{}"]
+# Confusables too ([store.keys.exact]): case, NFC/NFD, final sigma.
+_NODE_POOL = ["a", "b", "C", "c", "Δ", "中文", "🙂", "q'\"`{}", "\u00e9", "e\u0301", "\u03c3", "\u03c2"]
 _NODE = st.sampled_from(_NODE_POOL)
 _TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=8)
 _INT = st.integers(-(2**53), 2**53)
@@ -823,6 +847,7 @@ class GraphStateMachineTests:
 class GraphStoreContract(
     # Collected bottom-up: node tests run first, the state machine last.
     GraphStateMachineTests,
+    GraphEdgeCaseTests,
     GraphConcurrencyTests,
     GraphLifecycleTests,
     GraphDropAndIsolationTests,

@@ -25,6 +25,8 @@ from ragkit.testing.contracts._base import (
     run_machine,
     sibling,
 )
+from ragkit.testing.contracts.edge_cases import KVEdgeCaseTests
+from ragkit.testing.contracts.rules import checks
 
 UNICODE_KEYS = ["中文键", "日本語のキー", "🔑🙂", "ключ", "مفتاح", "e\u0301", "q'\"`{}[]\\/ sp"]
 
@@ -41,6 +43,7 @@ async def _check(store: KVStore, expected: dict[str, dict[str, Any]], asked: lis
 
 
 class KVGetManyTests:
+    @checks("kv.get-many.order")
     async def test_get_many_keeps_order_duplicates_and_none(self, adapter):
         """``get_many`` returns one entry per asked key, in the asked order,
         duplicates included, ``None`` where the key is missing.
@@ -72,6 +75,7 @@ class KVGetManyTests:
         assert difference(_doc(1), await adapter.get("a")) is None
         assert await adapter.get("nope") is None
 
+    @checks("kv.copies")
     async def test_returned_records_are_copies(self, adapter):
         """Mutating a returned record (top level or nested) does not change the
         store, and a key asked twice gives two independent dicts.
@@ -88,6 +92,7 @@ class KVGetManyTests:
         assert difference(_doc(1), second) is None, "the two returned dicts share state"
         assert difference(_doc(1), await adapter.get("a")) is None, "mutating a read changed the store"
 
+    @checks("kv.missing")
     async def test_missing_reports_absent_keys(self, adapter):
         """``missing(keys)`` is exactly the set of asked keys that are not stored.
 
@@ -112,6 +117,7 @@ class KVUpsertTests:
         await _check(adapter, records, list(records))
         assert await adapter.count() == 10
 
+    @checks("kv.upsert.replaces")
     async def test_upsert_replaces_whole_record(self, adapter):
         """Upserting an existing key replaces the record whole: fields absent from
         the new record are gone (no merge).
@@ -124,6 +130,7 @@ class KVUpsertTests:
         assert difference({"x": 3, "deep": {}}, await adapter.get("a")) is None
         assert await adapter.count() == 1
 
+    @checks("kv.upsert.replaces")
     async def test_upsert_is_idempotent(self, adapter):
         """Upserting the same mapping twice leaves the store as after once.
 
@@ -137,6 +144,7 @@ class KVUpsertTests:
         assert sorted(await collect(adapter.keys())) == ["a", "b"]
         await _check(adapter, records, ["a", "b"])
 
+    @checks("kv.copies")
     async def test_upsert_does_not_mutate_or_keep_the_input(self, adapter):
         """``upsert`` leaves the caller's mapping unchanged, and later changes the
         caller makes to it do not reach the store.
@@ -163,6 +171,7 @@ class KVUpsertTests:
         await adapter.upsert({})
         assert await adapter.count() == 0
 
+    @checks("kv.values.json")
     async def test_json_types_round_trip_exactly(self, adapter):
         """Every JSON type round-trips with its type: ``True`` stays a bool (not
         ``1``), ``1`` stays an int (not ``1.0``), ``1.5`` a float, ``None``,
@@ -196,6 +205,7 @@ class KVUpsertTests:
             pytest.param({"k": {"s": "lone \ud800 surrogate"}}, id="lone-surrogate"),
         ],
     )
+    @checks("kv.values.json")
     async def test_invalid_records_raise_and_write_nothing(self, adapter, bad):
         """A value that would not survive a JSON round trip (or an empty key)
         raises ``InvalidValueError`` and nothing of that batch is written, not
@@ -225,6 +235,7 @@ class KVDeleteTests:
         await _check(adapter, {"b": _doc(2)}, ["a", "b", "c"])
         assert await adapter.count() == 1
 
+    @checks("store.delete.missing-ok")
     async def test_delete_missing_keys_is_not_an_error(self, adapter):
         """Deleting keys that do not exist (alone, mixed with existing ones, on an
         empty store, or an empty list) does not raise.
@@ -270,6 +281,7 @@ class KVCountAndKeysTests:
         await adapter.drop()
         assert await adapter.count() == 0
 
+    @checks("kv.keys.once")
     async def test_keys_yields_every_key_once(self, adapter):
         """``keys()`` yields each stored key exactly once (over 1000 keys, so
         paged scans are exercised), and matches ``count()``.
@@ -286,6 +298,7 @@ class KVCountAndKeysTests:
 
 
 class KVDropTests:
+    @checks("store.drop.scoped")
     async def test_drop_empties_and_keeps_the_store_open(self, adapter):
         """``drop()`` deletes every record and leaves the store open and usable.
 
@@ -300,6 +313,7 @@ class KVDropTests:
         await adapter.upsert({"after": {"ok": True}})
         assert difference({"ok": True}, await adapter.get("after")) is None
 
+    @checks("store.drop.scoped")
     async def test_drop_touches_only_this_workspace_and_namespace(self, adapter):
         """``drop()`` leaves other workspaces and other namespaces alone.
 
@@ -318,6 +332,7 @@ class KVDropTests:
 
 
 class KVIsolationTests:
+    @checks("store.drop.scoped")
     async def test_workspaces_are_isolated(self, adapter):
         """Two workspaces hold independent records under the same key: reads,
         counts, key scans and deletes of one never see the other.
@@ -351,6 +366,7 @@ class KVIsolationTests:
 
 
 class KVUnicodeAndSizeTests:
+    @checks("kv.unicode-and-size")
     async def test_unicode_keys_and_values_round_trip(self, adapter):
         """Keys and values with CJK, emoji, RTL text, combining marks, quotes and
         backslashes round-trip unchanged, and keys() returns them as given.
@@ -364,6 +380,7 @@ class KVUnicodeAndSizeTests:
         await _check(adapter, records, UNICODE_KEYS)
         assert set(await collect(adapter.keys())) == set(UNICODE_KEYS)
 
+    @checks("kv.unicode-and-size")
     async def test_large_values_round_trip(self, adapter):
         """A value of several MB (a 3 MB ASCII string plus 1 MB of CJK text and a
         100k-item list) round-trips unchanged.
@@ -383,6 +400,7 @@ class KVUnicodeAndSizeTests:
 
 
 class KVLifecycleTests:
+    @checks("store.closed.raises")
     async def test_closed_store_raises_store_closed_error(self, adapter):
         """Using a store before ``open()`` or after ``close()`` raises
         ``StoreClosedError``; ``async with`` opens and closes it; a closed store
@@ -414,6 +432,7 @@ class KVLifecycleTests:
         assert adapter.is_open and await adapter.count() == 0
 
     @needs(Capability.PERSISTENT)
+    @checks("store.close.durable")
     async def test_data_survives_close_and_reopen(self, adapter):
         """(PERSISTENT) Records written before ``close()`` are read back by a new
         instance over the same config, and by the first one reopened.
@@ -463,7 +482,8 @@ class KVConcurrencyTests:
 
 # -- differential state machine ----------------------------------------------------
 
-_KEY_POOL = ["a", "b", "C", "k-1", "中文", "🔑", "q'\"", "sp ace"]
+# Confusables too ([store.keys.exact]): case, NFC/NFD, ß/SS, final sigma.
+_KEY_POOL = ["a", "b", "C", "c", "k-1", "中文", "🔑", "q'\"", "sp ace", "\u00e9", "e\u0301", "stra\u00dfe", "STRASSE", "\u03c3", "\u03c2"]
 _TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=12)
 _SCALARS = (
     st.none()
@@ -576,6 +596,7 @@ class KVStoreContract(
     # pytest collects base classes bottom-up: these run from KVGetManyTests up to
     # the state machine, between the canaries test_aaa_* (first) and test_zzz_* (last).
     KVStateMachineTests,
+    KVEdgeCaseTests,
     KVConcurrencyTests,
     KVLifecycleTests,
     KVUnicodeAndSizeTests,

@@ -17,6 +17,9 @@ import pytest
 from ragkit.protocols.base import Capability
 from ragkit.protocols.models import LLM, ChatRequest, Completion, Embedder, Message, Reranker
 from ragkit.testing.contracts._base import ModelContractBase, contract, declared, needs
+from ragkit.testing.contracts.cross import LLMStreamJoinTests, RerankerOrderTests
+from ragkit.testing.contracts.models_edge import EmbedderEdgeCaseTests, LLMEdgeCaseTests, RerankerEdgeCaseTests
+from ragkit.testing.contracts.rules import checks
 
 TEXTS = [
     "Solar panels convert sunlight into electricity.",
@@ -61,6 +64,7 @@ def _check_capabilities(adapter) -> None:
 
 
 class LLMIdentityTests:
+    @checks("llm.model-id.stable")
     async def test_model_id_is_a_stable_str(self, adapter):
         """``model_id`` is a non-empty str, unchanged across reads, calls and a
         second instance built from the same options (it is part of cache keys).
@@ -83,6 +87,7 @@ class LLMIdentityTests:
 
 
 class LLMCompleteTests:
+    @checks("llm.complete.completion")
     async def test_complete_returns_a_completion(self, adapter):
         """``complete`` returns a ``Completion`` whose text is a str and whose
         usage counts are non-negative ints.
@@ -94,6 +99,7 @@ class LLMCompleteTests:
         assert isinstance(out.text, str)
         assert out.usage.input_tokens >= 0 and out.usage.output_tokens >= 0
 
+    @checks("llm.complete.completion")
     async def test_complete_accepts_every_request_field(self, adapter):
         """A request with a system prompt, history, json_mode, max_tokens,
         temperature and a role is accepted (also CJK/emoji text).
@@ -147,6 +153,7 @@ class LLMStreamTests:
         assert all(isinstance(p, str) for p in pieces), [type(p).__name__ for p in pieces]
 
     @needs(Capability.STREAMING)
+    @checks("llm.stream.concatenates")
     async def test_stream_concatenates_to_complete_text(self, adapter):
         """(STREAMING) Joined, the streamed pieces equal ``complete``'s text for
         the same request (checked when DETERMINISTIC is declared too).
@@ -161,7 +168,7 @@ class LLMStreamTests:
 
 
 @contract("llm", LLM)
-class LLMContract(LLMStreamTests, LLMCompleteTests, LLMIdentityTests, ModelContractBase):
+class LLMContract(LLMEdgeCaseTests, LLMStreamJoinTests, LLMStreamTests, LLMCompleteTests, LLMIdentityTests, ModelContractBase):
     """The LLM contract. Subclass it and override one fixture::
 
         class TestMyLLM(LLMContract):
@@ -175,6 +182,7 @@ class LLMContract(LLMStreamTests, LLMCompleteTests, LLMIdentityTests, ModelContr
 
 
 class EmbedderIdentityTests:
+    @checks("embedder.model-id.stable")
     async def test_model_id_is_a_stable_str(self, adapter):
         """``model_id`` is a non-empty str, unchanged across reads, calls and a
         second instance with the same options.
@@ -185,6 +193,7 @@ class EmbedderIdentityTests:
         await adapter.embed(TEXTS[:1])
         _check_model_id(adapter)
 
+    @checks("embedder.declares")
     async def test_declares_dimension_batch_size_and_capabilities(self, adapter):
         """``dimension`` and ``max_batch_size`` are positive ints and
         ``capabilities`` a set of ``Capability`` members.
@@ -198,6 +207,7 @@ class EmbedderIdentityTests:
 
 
 class EmbedderEmbedTests:
+    @checks("embedder.embed.shape")
     async def test_shape_dtype_and_values(self, adapter):
         """``embed`` returns a C-contiguous float32 array of shape (n, dimension)
         with finite values (CJK, emoji, empty and long texts included).
@@ -213,6 +223,7 @@ class EmbedderEmbedTests:
         assert out.flags["C_CONTIGUOUS"]
         assert np.isfinite(out).all(), "embeddings must be finite (no NaN or infinity)"
 
+    @checks("embedder.embed.shape")
     async def test_empty_input(self, adapter):
         """``embed([])`` returns a float32 array of shape (0, dimension) without
         calling the provider.
@@ -223,6 +234,7 @@ class EmbedderEmbedTests:
         assert isinstance(out, np.ndarray) and out.shape == (0, adapter.dimension)
         assert out.dtype == np.float32
 
+    @checks("embedder.embed.batch-independent")
     async def test_batch_equals_single_calls(self, adapter):
         """Embedding n texts in one call gives the same rows as n single calls,
         within 1e-5 (so batching never changes retrieval).
@@ -235,6 +247,7 @@ class EmbedderEmbedTests:
         singles = np.concatenate([await adapter.embed([t]) for t in texts])
         assert np.allclose(batch, singles, atol=1e-5, rtol=0), float(np.abs(batch - singles).max())
 
+    @checks("embedder.embed.shape")
     async def test_does_not_mutate_the_input(self, adapter):
         """``embed`` leaves the caller's list unchanged.
 
@@ -246,6 +259,7 @@ class EmbedderEmbedTests:
         assert texts == before
 
     @needs(Capability.DETERMINISTIC)
+    @checks("embedder.embed.batch-independent")
     async def test_same_texts_same_vectors(self, adapter):
         """(DETERMINISTIC) The same texts give identical vectors every call.
 
@@ -258,7 +272,7 @@ class EmbedderEmbedTests:
 
 
 @contract("embedder", Embedder)
-class EmbedderContract(EmbedderEmbedTests, EmbedderIdentityTests, ModelContractBase):
+class EmbedderContract(EmbedderEdgeCaseTests, EmbedderEmbedTests, EmbedderIdentityTests, ModelContractBase):
     """The embedder contract. Subclass it and override one fixture::
 
         class TestMyEmbedder(EmbedderContract):
@@ -280,6 +294,7 @@ DOCS = [
 
 
 class RerankerIdentityTests:
+    @checks("reranker.model-id.stable")
     async def test_model_id_is_a_stable_str(self, adapter):
         """``model_id`` is a non-empty str, unchanged across reads, calls and a
         second instance with the same options.
@@ -300,6 +315,7 @@ class RerankerIdentityTests:
 
 
 class RerankerScoreTests:
+    @checks("reranker.scores.shape")
     async def test_one_float_per_document_in_order(self, adapter):
         """``scores`` returns one finite float per document, in document order
         (reversing the documents reverses the scores).
@@ -313,6 +329,7 @@ class RerankerScoreTests:
         backwards = await adapter.scores(QUERY, DOCS[::-1])
         assert np.allclose(backwards[::-1], scores, atol=1e-5)
 
+    @checks("reranker.scores.relevance")
     async def test_relevant_document_scores_higher(self, adapter):
         """The document that answers the query scores higher than unrelated ones
         (higher means more relevant).
@@ -322,6 +339,7 @@ class RerankerScoreTests:
         scores = await adapter.scores(QUERY, DOCS)
         assert scores[1] > scores[0] and scores[1] > scores[2], scores
 
+    @checks("reranker.scores.shape")
     async def test_empty_documents(self, adapter):
         """``scores(query, [])`` returns ``[]`` without calling the provider.
 
@@ -329,6 +347,7 @@ class RerankerScoreTests:
         """
         assert await adapter.scores(QUERY, []) == []
 
+    @checks("reranker.scores.independent")
     async def test_batch_equals_single_calls(self, adapter):
         """Scoring documents together gives the same scores as one at a time,
         within 1e-5 (scores must not be normalised across the batch).
@@ -350,7 +369,7 @@ class RerankerScoreTests:
 
 
 @contract("reranker", Reranker)
-class RerankerContract(RerankerScoreTests, RerankerIdentityTests, ModelContractBase):
+class RerankerContract(RerankerEdgeCaseTests, RerankerOrderTests, RerankerScoreTests, RerankerIdentityTests, ModelContractBase):
     """The reranker contract. Subclass it and override one fixture::
 
         class TestMyReranker(RerankerContract):

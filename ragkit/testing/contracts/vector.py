@@ -33,6 +33,8 @@ from ragkit.testing.contracts._base import (
     run_machine,
     sibling,
 )
+from ragkit.testing.contracts.edge_cases import VectorEdgeCaseTests
+from ragkit.testing.contracts.rules import checks
 
 SCORE_TOL = 1e-4
 """Scores must be cosine similarity within this (the protocol's precision)."""
@@ -151,6 +153,7 @@ async def _assert_records(store: VectorStore, expected: Mapping[str, tuple[Any, 
 
 
 class VectorUpsertTests:
+    @checks("vector.metadata.scalars")
     async def test_upsert_then_get_round_trips(self, adapter):
         """``get`` returns each stored vector (same direction; cosine search does
         not depend on length) and its metadata with exact types: bool stays
@@ -165,6 +168,7 @@ class VectorUpsertTests:
         await adapter.upsert(["a", "b", "c"], m, metas)
         await _assert_records(adapter, dict(zip("abc", zip(m, metas))), ["a", "b", "c"])
 
+    @checks("vector.get.order")
     async def test_get_keeps_order_and_none_for_missing(self, adapter):
         """``get(ids)`` returns one entry per id, in the asked order (duplicates
         included), ``None`` where missing; ``get([])`` is ``[]``.
@@ -179,6 +183,7 @@ class VectorUpsertTests:
         await _assert_records(adapter, expected, ["c", "x", "a", "c", "b"])
         assert await adapter.get([]) == []
 
+    @checks("vector.upsert.replaces")
     async def test_upsert_replaces_vector_and_metadata(self, adapter):
         """Upserting an existing id replaces its vector *and* its whole metadata
         (absent fields are gone), and queries see the new vector.
@@ -262,6 +267,7 @@ class VectorUpsertTests:
         assert await adapter.count() == 0
 
     @pytest.mark.parametrize("bad", ["nan", "inf", "zero"])
+    @checks("vector.vectors.valid")
     async def test_invalid_vectors_raise_and_write_nothing(self, adapter, bad):
         """A vector with NaN, infinity, or all zeros raises ``InvalidValueError``
         and nothing of the batch is written.
@@ -285,6 +291,7 @@ class VectorUpsertTests:
             pytest.param(float("nan"), id="nan"),
         ],
     )
+    @checks("vector.metadata.scalars")
     async def test_invalid_metadata_raises_and_writes_nothing(self, adapter, bad):
         """Metadata values other than str, int, float and bool (or non-finite
         floats) raise ``InvalidValueError`` and nothing of the batch is written.
@@ -299,6 +306,7 @@ class VectorUpsertTests:
 
 class VectorDimensionTests:
     @pytest.mark.parametrize("delta", [1, -1])
+    @checks("vector.dimension.fixed")
     async def test_upsert_of_wrong_dimension_raises_and_writes_nothing(self, adapter, delta):
         """Upserting vectors one longer or shorter than ``StoreConfig.dimension``
         raises ``DimensionMismatchError`` and writes nothing: new ids are not
@@ -316,6 +324,7 @@ class VectorDimensionTests:
         await _assert_records(adapter, {"kept": (good[0], {"v": 1})}, ["kept", "new"])
 
     @pytest.mark.parametrize("delta", [1, -1])
+    @checks("vector.dimension.fixed")
     async def test_query_of_wrong_dimension_raises(self, adapter, delta):
         """Querying with a vector of another length raises ``DimensionMismatchError``
         (also on an empty store), never returns silently wrong hits.
@@ -331,6 +340,7 @@ class VectorDimensionTests:
 
 
 class VectorQueryTests:
+    @checks("vector.query.ranking")
     async def test_query_orders_by_cosine_best_first(self, adapter):
         """Hits come best first by cosine similarity, whatever the vectors' lengths,
         with scores equal to the cosine (here 1, 0.894, 0.707, 0, -0.707, -1).
@@ -353,6 +363,7 @@ class VectorQueryTests:
         expected = [1.0, 2 / math.sqrt(5), 1 / math.sqrt(2), 0.0, -1 / math.sqrt(2), -1.0]
         assert [h.score for h in hits] == pytest.approx(expected, abs=SCORE_TOL)
 
+    @checks("vector.scores.cosine")
     async def test_scores_are_cosine_similarity(self, adapter):
         """Scores equal the cosine similarity in [-1, 1] within 1e-4 for random
         data, and do not change when the query is scaled by 1000 or 0.001.
@@ -372,6 +383,7 @@ class VectorQueryTests:
             assert problem is None, f"query scaled by {scale}: {problem}"
             assert all(-1 - 1e-6 <= h.score <= 1 + 1e-6 for h in hits)
 
+    @checks("vector.query.ranking")
     async def test_equal_scores_are_ordered_by_id(self, adapter):
         """Hits with equal scores (same direction, different lengths) are ordered
         by id ascending (code-point order: "B" < "a"), including at the top-k cut.
@@ -392,6 +404,7 @@ class VectorQueryTests:
         top3 = await adapter.query(v, 3)
         assert [h.id for h in top3] == ["B", "a", "k"], "ties at the top-k cut must keep the smallest ids"
 
+    @checks("vector.query.top-k")
     async def test_top_k_larger_than_the_store_returns_everything(self, adapter):
         """``top_k`` larger than the number of stored vectors returns all of them.
 
@@ -406,6 +419,7 @@ class VectorQueryTests:
         assert check_hits(hits, cosines(dict(zip(ids, m)), m[0]), 1000) is None
         assert len(hits) == 7
 
+    @checks("vector.query.top-k")
     async def test_top_k_limits_the_hits(self, adapter):
         """At most ``top_k`` hits come back, and they are the best ones.
 
@@ -431,6 +445,7 @@ class VectorQueryTests:
         await adapter.delete(["a"])
         assert await adapter.query(unit(d, 1), 5) == []
 
+    @checks("vector.query.min-score-inclusive")
     async def test_min_score_drops_lower_hits(self, adapter):
         """``min_score`` drops hits scoring below it and keeps the others, for
         positive, zero-crossing and negative thresholds.
@@ -448,6 +463,7 @@ class VectorQueryTests:
         hits = await adapter.query(q, 1, min_score=0.5)
         assert [h.id for h in hits] == ["s1"]
 
+    @checks("vector.search.recall")
     async def test_exact_search_matches_brute_force(self, adapter):
         """Top-10 hits of 25 queries over 1000 random vectors match numpy brute
         force: exactly (up to ties within 1e-4) for exact stores; with recall@10
@@ -499,6 +515,7 @@ class VectorFilterTests:
         return {h.id for h in hits}
 
     @needs(Capability.METADATA_FILTER)
+    @checks("vector.filter.semantics")
     async def test_filter_equality(self, adapter):
         """(METADATA_FILTER) ``{field: value}`` keeps exactly the records whose
         field equals the value (str, int, float and bool values).
@@ -513,6 +530,7 @@ class VectorFilterTests:
         assert await self._check_filter(adapter, vectors, metas, {"color": "none"}) == set()
 
     @needs(Capability.METADATA_FILTER)
+    @checks("vector.filter.semantics")
     async def test_filter_in(self, adapter):
         """(METADATA_FILTER) ``{field: {"$in": [...]}}`` keeps records whose field
         equals any listed value; an empty list matches nothing.
@@ -526,6 +544,7 @@ class VectorFilterTests:
         assert await self._check_filter(adapter, vectors, metas, {"n": {"$in": []}}) == set()
 
     @needs(Capability.METADATA_FILTER)
+    @checks("vector.filter.semantics")
     async def test_filter_requires_every_condition(self, adapter):
         """(METADATA_FILTER) Several entries must all hold (AND), mixing equality
         and ``$in``.
@@ -537,6 +556,7 @@ class VectorFilterTests:
         assert await self._check_filter(adapter, vectors, metas, flt) == {"f00", "f06"}
 
     @needs(Capability.METADATA_FILTER)
+    @checks("vector.filter.semantics")
     async def test_filter_on_a_missing_field_never_matches(self, adapter):
         """(METADATA_FILTER) A record without the filtered field never matches
         (f10 has no color).
@@ -549,6 +569,7 @@ class VectorFilterTests:
         assert await self._check_filter(adapter, vectors, metas, {"absent": 1}) == set()
 
     @needs(Capability.METADATA_FILTER)
+    @checks("vector.filter.types")
     async def test_filter_tells_bool_from_int(self, adapter):
         """(METADATA_FILTER) ``True`` matches only the boolean True, never the
         integer 1, and ``1`` never matches ``True`` (f11 has n=True).
@@ -562,6 +583,7 @@ class VectorFilterTests:
         assert await self._check_filter(adapter, vectors, metas, {"n": {"$in": [True]}}) == {"f11"}
 
     @needs(Capability.METADATA_FILTER)
+    @checks("vector.filter.semantics")
     async def test_filter_applies_before_top_k(self, adapter):
         """(METADATA_FILTER) With a filter, ``top_k`` counts matching records: the
         3 matching records come back even when 60 closer ones do not match.
@@ -599,6 +621,7 @@ class VectorDeleteTests:
         hits = await adapter.query(m[1], 10)
         assert check_hits(hits, cosines(left, m[1]), 10) is None
 
+    @checks("store.delete.missing-ok")
     async def test_delete_missing_ids_is_not_an_error(self, adapter):
         """Deleting ids that are not stored (alone, mixed, repeated, on an empty
         store, or an empty list) does not raise.
@@ -646,6 +669,7 @@ class VectorCountAndIdsTests:
         await adapter.drop()
         assert await adapter.count() == 0
 
+    @checks("vector.ids.once")
     async def test_ids_yields_every_id_once(self, adapter):
         """``ids()`` yields each stored id exactly once (1200 ids, to cross page
         boundaries of paged scans) and agrees with ``count()``.
@@ -662,6 +686,7 @@ class VectorCountAndIdsTests:
 
 
 class VectorDropAndIsolationTests:
+    @checks("store.drop.scoped")
     async def test_drop_empties_and_keeps_the_store_open(self, adapter):
         """``drop()`` removes every vector and leaves the store open and usable
         with the same dimension.
@@ -676,6 +701,7 @@ class VectorDropAndIsolationTests:
         await adapter.upsert(["c"], [unit(d, 1)])
         assert [h.id for h in await adapter.query(unit(d, 1), 5)] == ["c"]
 
+    @checks("store.drop.scoped")
     async def test_workspaces_and_namespaces_are_isolated(self, adapter):
         """Other workspaces and namespaces hold independent vectors under the same
         ids: get, query, count, ids, delete and drop never cross over.
@@ -697,6 +723,7 @@ class VectorDropAndIsolationTests:
                 adapter, {"shared": (unit(d, 1), {"who": "me"}), "mine": (unit(d, 0, 1), {})}, ["shared", "mine"]
             )
 
+    @checks("vector.metadata.scalars")
     async def test_unicode_ids_and_metadata(self, adapter):
         """Ids and metadata strings with CJK, emoji, quotes and spaces round-trip
         through get, query, ids and delete.
@@ -716,6 +743,7 @@ class VectorDropAndIsolationTests:
         await adapter.delete(["中文"])
         assert await adapter.get(["中文"]) == [None]
 
+    @checks("store.batch.large")
     async def test_large_batches(self, adapter):
         """A single upsert of 5000 vectors with metadata works, and every one is
         then counted and searchable.
@@ -735,6 +763,7 @@ class VectorDropAndIsolationTests:
 
 
 class VectorLifecycleTests:
+    @checks("store.closed.raises")
     async def test_closed_store_raises_store_closed_error(self, adapter):
         """Using a store before ``open()`` or after ``close()`` raises
         ``StoreClosedError``; ``async with`` opens and closes it; a closed store
@@ -767,6 +796,7 @@ class VectorLifecycleTests:
         assert adapter.is_open and await adapter.count() == 0
 
     @needs(Capability.PERSISTENT)
+    @checks("store.close.durable")
     async def test_data_survives_close_and_reopen(self, adapter):
         """(PERSISTENT) Vectors, metadata, replacements and deletes made before
         ``close()`` are seen by a new instance over the same config (get, query,
@@ -822,22 +852,23 @@ class VectorConcurrencyTests:
 
 # -- differential state machine ------------------------------------------------------
 
-_ID_POOL = ["a", "b", "B", "c", "中文", "🙂", "q'\""]
+# Confusables too ([store.keys.exact]): case, NFC/NFD, final sigma.
+_ID_POOL = ["a", "b", "B", "c", "中文", "🙂", "q'\"", "\u00e9", "e\u0301", "\u03c3", "\u03c2"]
 _IDS = st.sampled_from(_ID_POOL)
 _META = st.fixed_dictionaries(
     {},
     optional={
         "color": st.sampled_from(["red", "blue", "绿"]),
-        "n": st.integers(0, 2),
+        "n": st.integers(0, 2) | st.sampled_from(["1", "2"]),  # [vector.filter.types]
         "flag": st.booleans(),
-        "x": st.sampled_from([0.5, -1.25, 3.0]),
+        "x": st.sampled_from([0.5, -1.25, 3.0, 3]),
     },
 )
 _FILTER_VALUES = {
     "color": ["red", "blue", "绿", "none"],
-    "n": [0, 1, 2, True],
+    "n": [0, 1, 2, True, "1", 1.0],
     "flag": [True, False],
-    "x": [0.5, 3.0],
+    "x": [0.5, 3.0, 3, "3"],
 }
 
 
@@ -980,6 +1011,7 @@ class VectorStateMachineTests:
 class VectorStoreContract(
     # Collected bottom-up: upsert tests run first, the state machine last.
     VectorStateMachineTests,
+    VectorEdgeCaseTests,
     VectorConcurrencyTests,
     VectorLifecycleTests,
     VectorDropAndIsolationTests,

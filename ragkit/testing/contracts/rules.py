@@ -1,0 +1,100 @@
+"""Rule ids: the protocol docstrings state each rule with an id in brackets
+(``[vector.query.min-score-inclusive]``), and each contract test names the
+rules it checks with ``@checks(...)``. ``rule_listing()`` maps every rule to
+its tests; ``python -m ragkit.testing.contracts --rules`` prints that listing
+and exits 1 when a rule has no test or a test names a rule no docstring states.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+RULE_ID = re.compile(r"\[((?:store|kv|vector|graph|doc_status|llm|embedder|reranker|cross)(?:\.[a-z0-9_-]+)+)\]")
+"""A rule id as a docstring writes it: ``[kind.topic.detail]``."""
+
+PROTOCOL_MODULES = (
+    "ragkit.protocols.base",
+    "ragkit.protocols.kv",
+    "ragkit.protocols.vector",
+    "ragkit.protocols.graph",
+    "ragkit.protocols.doc_status",
+    "ragkit.protocols.models",
+)
+
+
+def checks(*rule_ids: str) -> Callable[[T], T]:
+    """Mark a contract test as checking these rules (ids from the protocol docstrings)."""
+    for rule in rule_ids:
+        if not RULE_ID.fullmatch(f"[{rule}]"):
+            raise ValueError(f"{rule!r} is not a rule id like 'vector.query.min-score-inclusive'")
+
+    def mark(fn: T) -> T:
+        fn.ragkit_rules = tuple(getattr(fn, "ragkit_rules", ())) + rule_ids  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def _docstrings(obj: Any, seen: set[int]) -> Iterable[str]:
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    doc = getattr(obj, "__doc__", None)
+    if isinstance(doc, str):
+        yield doc
+    if inspect.ismodule(obj):
+        members = [v for v in vars(obj).values() if getattr(v, "__module__", None) == obj.__name__]
+    elif inspect.isclass(obj):
+        members = list(vars(obj).values())
+    else:
+        return
+    for value in members:
+        value = value.__func__ if isinstance(value, (classmethod, staticmethod)) else value
+        if inspect.isclass(value) or inspect.isfunction(value) or isinstance(value, property):
+            yield from _docstrings(value, seen)
+
+
+def protocol_rules() -> dict[str, str]:
+    """Every rule id the protocol docstrings state -> the module stating it."""
+    rules: dict[str, str] = {}
+    for name in PROTOCOL_MODULES:
+        module = importlib.import_module(name)
+        for doc in _docstrings(module, set()):
+            for rule in RULE_ID.findall(doc):
+                rules.setdefault(rule, name)
+    return rules
+
+
+def _rule_tests(cls: type) -> dict[str, list[str]]:
+    from ragkit.testing.contracts._base import contract_test_names
+
+    out: dict[str, list[str]] = {}
+    for name in contract_test_names(cls):
+        fn = inspect.getattr_static(cls, name)
+        for rule in getattr(fn, "ragkit_rules", ()):
+            out.setdefault(rule, []).append(f"{cls.__name__}.{name}")
+    return out
+
+
+def rule_listing() -> dict[str, Any]:
+    """``{"rules": {rule: [Contract.test, ...]}, "untested": [...], "unknown": {rule: [tests]}}``."""
+    from ragkit.testing.contracts import CONTRACTS
+    from ragkit.testing.contracts.cross import CrossProtocolContract
+
+    stated = protocol_rules()
+    tests: dict[str, list[str]] = {}
+    for cls in [*CONTRACTS.values(), CrossProtocolContract]:
+        for rule, names in _rule_tests(cls).items():
+            tests.setdefault(rule, []).extend(names)
+    return {
+        "rules": {rule: sorted(tests.get(rule, [])) for rule in sorted(stated)},
+        "stated_in": dict(sorted(stated.items())),
+        "untested": sorted(r for r in stated if not tests.get(r)),
+        "unknown": {r: sorted(t) for r, t in sorted(tests.items()) if r not in stated},
+    }
