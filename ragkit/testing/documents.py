@@ -92,6 +92,17 @@ def write_docx(path: Path, pages: Iterable[Page], *, table: Sequence[Sequence[st
     fixed = datetime(2025, 1, 1, tzinfo=timezone.utc)  # the same content gives the same properties
     document.core_properties.created = document.core_properties.modified = fixed
     document.save(str(path))
+    return _fixed_zip_times(path)
+
+
+def _fixed_zip_times(path: Path) -> Path:
+    """Rewrite a ZIP's entry times to one date, so the same content gives the same bytes."""
+    with zipfile.ZipFile(path) as zf:
+        entries = [(info, zf.read(info)) for info in zf.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for info, data in entries:
+            info.date_time = (2025, 1, 1, 0, 0, 0)
+            zf.writestr(info, data)
     return path
 
 

@@ -141,3 +141,26 @@ def test_cli_query_json_and_printed_references_carry_pages(tmp_path, monkeypatch
     assert {loc["page_start"] for loc in ref["locations"]} == {1, 2, 3}
     assert main(["query", QUESTION, "--mode", "naive"]) == 0
     assert f"[1] {ref['citation']}" in capsys.readouterr().out
+
+
+def test_example_corpus_pdf_and_docx_load_with_their_pages_and_sections():
+    """The committed files of scripts/make-example-docs, as `make demo` indexes them."""
+    from pathlib import Path
+
+    from ragkit.pipeline.load import load_documents
+
+    corpus = Path(__file__).resolve().parents[2] / "examples" / "corpus" / "en"
+    report = load_documents([corpus / "yingchuan-incident-report.pdf", corpus / "haijia-procurement-memo.docx"])
+    assert [i.outcome for i in report.items] == ["loaded", "loaded"]
+    pdf, docx = report.documents
+    assert [i.pages for i in report.items] == [3, 2]
+
+    def where(doc, text):
+        start = doc.content.index(text)
+        return next((s.page, s.section) for s in doc.segments if s.start <= start < s.end)
+
+    assert where(pdf, "thermocouple") == (2, "Yingchuan Electronics incident report IR-2025-014 > 2. Root cause")
+    assert where(pdf, "17 March 2025")[0] == 3
+    assert where(docx, "fifty spare CB-7") == (1, "Project Haijia procurement memo > Spare CB-7 boards")
+    assert where(docx, "Dongfang Circuits") == (2, "Project Haijia procurement memo > Second source")
+    assert "Item: CB-7 spare boards; Quantity: 50; Supplier: Yingchuan Electronics" in docx.content
