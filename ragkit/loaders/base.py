@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ragkit.errors import RagkitError
-from ragkit.schema import PageUnit, Segment
+from ragkit.schema import Document, JSONScalar, PageUnit, Segment
 
 DOCUMENTS_EXTRA = "pip install 'ragkit[documents]'"
 
@@ -41,6 +41,18 @@ class Loaded:
     """Pages, slides or sheets in the file (``None``: the format has none)."""
     warnings: list[str] = field(default_factory=list)
     """Problems that did not stop the load (pages without text, ...)."""
+    loader: str = ""
+    """The loader's name (set by the registry and the load stage)."""
+
+    def document(self, file_path: str | None, **metadata: JSONScalar) -> Document:
+        """The document to index: id from the text, pages and sections kept."""
+        meta: dict[str, JSONScalar] = {"source": "file"}
+        if self.loader:
+            meta["loader"] = self.loader
+        if self.pages is not None:
+            meta["pages"] = self.pages
+        return Document.from_text(self.text, file_path=file_path, **{**meta, **metadata}).model_copy(
+            update={"segments": self.segments, "unit": self.unit})
 
 
 class TextBuilder:

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ragkit.loaders.base import Loaded, Loader, LoaderError
+from ragkit.schema import Document
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
@@ -114,7 +115,18 @@ def load_bytes(data: bytes, filename: str, registry: Any = None) -> Loaded:
             raise LoaderError(f"binary file: {decoded.binary}")
         return Loaded(decoded.text)
     loader.check_available()
-    return loader.load(data, filename)
+    loaded = loader.load(data, filename)
+    loaded.loader = loader.name
+    return loaded
+
+
+def load_document(data: bytes, filename: str, registry: Any = None, **metadata: Any) -> Document:
+    """``load_bytes`` as a ``Document`` to index (``file_path=filename``), with
+    its pages and sections; ``metadata`` joins the loader's (``loader``, ``pages``)."""
+    loaded = load_bytes(data, filename, registry)
+    if not loaded.text.strip():
+        raise LoaderError("the file holds no text")
+    return loaded.document(filename, **metadata)
 
 
 def _suffix(filename: str) -> str:

@@ -375,11 +375,8 @@ class _Loader:
             self.item(shown, "failed", f"loader {loader.name!r} failed: {type(exc).__name__}: {str(exc)[:200]}; "
                                        "report it to the loader's authors")
             return None
-        metadata = {"source": "file", "loader": loader.name}
-        if loaded.pages is not None:
-            metadata["pages"] = loaded.pages
-        document = Document.from_text(loaded.text, file_path=shown, **metadata).model_copy(
-            update={"segments": loaded.segments, "unit": loaded.unit})
+        loaded.loader = loader.name
+        document = loaded.document(shown)
         warned = bool(loaded.warnings)
         self.add_text(loaded.text, shown, document=document,
                       outcome="loaded_with_warnings" if warned else "loaded",

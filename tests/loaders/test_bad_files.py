@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragkit.loaders import LoaderError, load_bytes, supported_types
+from ragkit.loaders import LoaderError, load_bytes, load_document, supported_types
 from ragkit.pipeline.load import load_documents
 from ragkit.testing.documents import (
     corrupt, html_page, write_docx, write_pdf, write_pptx, write_scanned_pdf, write_xlsx,
@@ -70,7 +70,10 @@ def test_a_pdf_with_some_scanned_pages_loads_with_a_warning(tmp_path):
 def test_load_bytes_for_uploads(tmp_path):
     data = write_pdf(tmp_path / "r.pdf", TEXT).read_bytes()
     loaded = load_bytes(data, "upload.bin.pdf")
-    assert "Okapi vault" in loaded.text and loaded.pages == 1
+    assert "Okapi vault" in loaded.text and loaded.pages == 1 and loaded.loader == "pdf"
+    doc = load_document(data, "uploads/r.pdf", team="a")
+    assert doc.file_path == "uploads/r.pdf" and doc.segments[0].page == 1
+    assert doc.metadata == {"source": "file", "loader": "pdf", "pages": 1, "team": "a"}
     assert load_bytes(b"plain words", "a.md").text == "plain words"
     with pytest.raises(LoaderError, match=r"unsupported file type '\.exe'"):
         load_bytes(b"MZ...", "tool.exe")
