@@ -55,8 +55,11 @@ def detect(filename: str, data: bytes, registry: Any = None) -> Loader | None:
     """The loader for a file: by its bytes, else by its extension; ``None`` for text."""
     found = loaders(registry)
     for loader in found:
-        if loader.sniff(data):
-            return loader
+        try:
+            if loader.sniff(data):
+                return loader
+        except Exception:  # a plugin's broken sniff must not stop the load: its extensions still count
+            continue
     suffix = _suffix(filename)
     return next((loader for loader in found if suffix in loader.extensions), None)
 
