@@ -117,6 +117,17 @@ def test_missing_library_names_the_extra(monkeypatch, tmp_path):
     assert item.outcome == "failed" and "pip install 'ragkit[documents]'" in item.message
 
 
+def test_html_without_its_library_is_read_as_text_with_a_warning(monkeypatch, tmp_path):
+    from ragkit.loaders.html import HtmlLoader
+
+    monkeypatch.setattr(HtmlLoader, "requires", ("selectolax_not_installed",))
+    (tmp_path / "p.html").write_text("<html><body><p>The Okapi vault lantern is teal.</p></body></html>")
+    report = load_documents([tmp_path / "p.html"])
+    [item], [doc] = report.items, report.documents
+    assert item.outcome == "loaded_with_warnings" and "read as plain text" in item.message
+    assert "pip install 'ragkit[documents]'" in item.message and doc.content.startswith("<html>")
+
+
 def test_core_imports_without_the_documents_extra():
     """ragkit.loaders and the load stage import no loader library at import time."""
     import subprocess

@@ -164,3 +164,24 @@ def test_example_corpus_pdf_and_docx_load_with_their_pages_and_sections():
     assert where(docx, "fifty spare CB-7") == (1, "Project Haijia procurement memo > Spare CB-7 boards")
     assert where(docx, "Dongfang Circuits") == (2, "Project Haijia procurement memo > Second source")
     assert "Item: CB-7 spare boards; Quantity: 50; Supplier: Yingchuan Electronics" in docx.content
+
+
+async def test_pages_are_stored_with_the_document_so_chunking_again_gives_the_same_chunks(tmp_path):
+    """A resumed or deleted document is chunked again from the stored record: its
+    segments are stored with it, or the ids would not match the ones indexed."""
+    from ragkit.pipeline.chunk import get_chunker
+    from ragkit.pipeline.index import _stored_doc
+
+    write_pdf(tmp_path / "r.pdf", pages(2, n=5))
+    async with make_rag(tmp_path) as rag:
+        loaded, _ = await rag.ainsert(paths=[tmp_path / "r.pdf"])
+        [doc] = loaded.documents
+        [record] = await rag.stores.full_docs.get_many([doc.id])
+        [status] = await rag.stores.doc_status.get([doc.id])
+        stored = _stored_doc(doc.id, record)
+        assert stored.segments == doc.segments and stored.unit == "page"
+        chunker = get_chunker("token", rag.tokenizer, 48, 8)
+        assert [c.id for c in chunker.chunk(stored)] == status.chunk_ids
+        assert len(status.chunk_ids) >= 3
+        assert await rag.adelete([doc.id]) == [doc.id]
+        assert not [k async for k in rag.stores.chunks.keys()]
