@@ -13,6 +13,10 @@ import zipfile
 from ragkit.loaders.base import Loaded, Loader, LoaderError, TextBuilder
 
 
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+"""Compound File Binary: 97-2003 Office files, and encrypted OOXML ones."""
+
+
 def ooxml_part(data: bytes) -> str | None:
     """``word``, ``ppt`` or ``xl``: the kind of OOXML package ``data`` is, or ``None``."""
     if not data.startswith(b"PK\x03\x04"):
@@ -45,6 +49,12 @@ class _Office(Loader):
         return ooxml_part(data) == self.part
 
     def load(self, data: bytes, name: str) -> Loaded:
+        if data.startswith(OLE_MAGIC):
+            # Password-protected OOXML files are wrapped in an OLE container, as are 97-2003 files.
+            raise LoaderError(
+                f"password-protected or old-format (97-2003) {self.kind} file: remove the password, or "
+                f"save it as {self.extensions[0]} in {self.kind} or LibreOffice, and index the copy"
+            )
         try:
             return self.read(io.BytesIO(data))
         except LoaderError:

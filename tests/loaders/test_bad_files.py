@@ -27,6 +27,8 @@ def folder(tmp_path):
         "<html><body><nav><a href='/'>Home</a> <a href='/a'>About</a></nav>"
         "<header>Site</header><footer>(c) 2025</footer><script>render()</script></body></html>")
     (folder / "fake.pdf").write_text("this is not a PDF at all")
+    # What Word writes for a password-protected .docx: an OLE compound file, not a ZIP.
+    (folder / "locked.docx").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504))
     (folder / "good.md").write_text("# Good\n\nThis file is fine.\n")
     return folder
 
@@ -48,6 +50,8 @@ def test_each_bad_file_names_cause_and_fix_and_the_run_goes_on(folder):
         assert outcome == "failed" and f"corrupt {kind} file" in message and "re-save it" in message, (name, message)
     outcome, message = got["nav.html"]
     assert outcome == "failed" and "no main content" in message and "navigation" in message
+    outcome, message = got["locked.docx"]
+    assert outcome == "failed" and "password-protected or old-format" in message and "remove the password" in message
     outcome, message = got["fake.pdf"]
     assert outcome == "failed" and "not a readable PDF" in message
 
