@@ -339,7 +339,8 @@ def _stored_doc(doc_id: str, record: dict) -> Document:
 
 
 def chunk_record(chunk: Chunk) -> dict:
-    return chunk.model_dump(mode="json", exclude={"id"}, exclude_none=True)
+    # A chunk without a location (custom KG chunks) stores none, as before locations existed.
+    return chunk.model_dump(mode="json", exclude={"id"} | ({"location"} if chunk.location is None else set()))
 
 
 def chunk_meta(chunk: Chunk) -> dict:
