@@ -59,3 +59,15 @@ def register_query_modes(register):
 
     for mode in BUILTIN_MODES:
         register(mode)
+
+
+@hookimpl
+def register_loaders(register):
+    # Modules only: each loader imports its library when it reads a file.
+    from ragkit.loaders.html import EpubLoader, HtmlLoader
+    from ragkit.loaders.office import DocxLoader, PptxLoader, XlsxLoader
+    from ragkit.loaders.pdf import PdfLoader
+    from ragkit.loaders.tabular import CsvLoader
+
+    for loader in (PdfLoader, DocxLoader, PptxLoader, XlsxLoader, CsvLoader, HtmlLoader, EpubLoader):
+        register(loader)

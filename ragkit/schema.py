@@ -139,6 +139,44 @@ class DocStatusPage(Frozen):
 # --- pipeline models -----------------------------------------------------------
 
 
+PageUnit = Literal["page", "slide", "sheet"]
+
+
+class Segment(Frozen):
+    """Where ``content[start:end]`` of a loaded document came from: a page,
+    slide or sheet (1-based ``page``) and the heading path (``section``).
+    Loaders of PDF, Office, HTML and EPUB files set them (``ragkit.loaders``)."""
+
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    page: int | None = Field(default=None, ge=1)
+    section: str | None = None
+
+
+class Location(Frozen):
+    """Where a chunk came from: ``content[char_start:char_end]`` of its
+    document, the pages (slides, sheets) it spans and the section most of it is in."""
+
+    char_start: int
+    char_end: int
+    page_start: int | None = None
+    page_end: int | None = None
+    unit: PageUnit = "page"
+    section: str | None = None
+
+    def label(self) -> str:
+        """``p. 12–13, §3.2``; empty for a text without pages or sections."""
+        parts = []
+        if self.page_start is not None:
+            pages = str(self.page_start)
+            if self.page_end is not None and self.page_end != self.page_start:
+                pages += f"\u2013{self.page_end}"
+            parts.append({"page": "p. ", "slide": "slide ", "sheet": "sheet "}[self.unit] + pages)
+        if self.section:
+            parts.append(f"\u00a7{self.section}")
+        return ", ".join(parts)
+
+
 class Document(Frozen):
     id: str
     content: str
@@ -146,6 +184,10 @@ class Document(Frozen):
     metadata: dict[str, JSONScalar] = Field(default_factory=dict)
     access: AccessList | None = None
     """Who may read it (``ragkit.access``); ``None``: everyone in the workspace."""
+    segments: list[Segment] = Field(default_factory=list)
+    """Pages and sections, in order (empty for plain text)."""
+    unit: PageUnit = "page"
+    """What a segment's ``page`` counts."""
 
     @classmethod
     def from_text(
@@ -163,6 +205,7 @@ class Chunk(Frozen):
     order: int
     tokens: int
     file_path: str | None = None
+    location: Location | None = None
 
     @classmethod
     def create(cls, doc: Document, content: str, order: int, tokens: int) -> Chunk:
@@ -249,6 +292,10 @@ class Reference(Frozen):
     doc_id: str
     file_path: str | None = None
     chunk_ids: list[str] = Field(default_factory=list)
+    locations: list[Location | None] = Field(default_factory=list)
+    """Where each of ``chunk_ids`` came from (``None`` for chunks indexed before locations existed)."""
+    citation: str = ""
+    """The file (or doc id) with the pages and section cited: ``report.pdf p. 12–13, §3.2``."""
 
 
 class QueryResult(BaseModel):

@@ -129,6 +129,8 @@ async def _dry_run(args: argparse.Namespace) -> dict:
             )
     result = report.model_dump(exclude={"per_document"})
     result["files"] = [_file_row(item) for item in loaded.items if _outcome(item) != "loaded"]
+    result["loaded"] = [{"path": item.path, "pages": item.pages, "characters": item.characters}
+                        for item in loaded.items if item.characters is not None]
     result["llm"] = settings.llm.name if settings.llm else None
     return result
 
@@ -142,6 +144,9 @@ def _print_files(files: list) -> None:
 
 def _print_dry_run(result: dict) -> None:
     _print_files(result["files"])
+    for row in result["loaded"]:
+        pages = f"{row['pages']} pages, " if row["pages"] is not None else ""
+        print(f"{row['path']}: {pages}{row['characters']} characters")
     print(
         f"dry run: {result['documents']} documents to index ({result['skipped_unchanged']} unchanged), "
         f"{result['chunks']} chunks\n"

@@ -51,5 +51,5 @@ def run(args: argparse.Namespace) -> int:
     if result.references and not (args.context_only or args.prompt_only):
         print("\nReferences:")
         for ref in result.references:
-            print(f"[{ref.number}] {ref.file_path or ref.doc_id}")
+            print(f"[{ref.number}] {ref.citation or ref.file_path or ref.doc_id}")
     return 0

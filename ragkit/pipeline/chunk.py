@@ -19,11 +19,18 @@ Decisions:
   makes a lone paragraph retrievable. The prefix is left out when the chunk
   starts with its own top-level heading, where it would repeat it. The rest of
   the content is an exact substring of the document (``MarkdownChunker.pieces``).
+- A document with segments (pages, slides, sections from ``ragkit.loaders``)
+  is cut at segment boundaries first (``boundary_spans``): whole segments are
+  packed up to ``size`` and only a segment too large for one chunk is cut into
+  token windows, so a chunk rarely straddles two pages or two sections. Both
+  built-in chunkers do this, and every chunk records its ``Location``: the
+  character span, the pages it spans and the section most of it is in (``locate``).
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, runtime_checkable
@@ -33,7 +40,7 @@ import numpy as np
 from ragkit import ids
 from ragkit.errors import ConfigError
 from ragkit.protocols import Tokenizer
-from ragkit.schema import Chunk, Document
+from ragkit.schema import Chunk, Document, Location
 
 MIN_SIZE = 4
 """One character can take up to four byte-level tokens; smaller windows could not hold it."""
@@ -52,7 +59,10 @@ class Span(NamedTuple):
     tokens: int
 
 
-def make_chunk(doc: Document, content: str, order: int, tokens: int) -> Chunk:
+def make_chunk(
+    doc: Document, content: str, order: int, tokens: int, span: tuple[int, int] | None = None
+) -> Chunk:
+    """``span``: where the chunk's text lies in ``doc.content`` (its ``Location``)."""
     return Chunk(
         id="chunk-" + ids.digest(doc.id, str(order), content),
         doc_id=doc.id,
@@ -60,7 +70,72 @@ def make_chunk(doc: Document, content: str, order: int, tokens: int) -> Chunk:
         order=order,
         tokens=tokens,
         file_path=doc.file_path,
+        location=locate(doc, *span) if span is not None else None,
     )
+
+
+def locate(doc: Document, start: int, end: int) -> Location:
+    """The pages and the main section of the segments ``doc.content[start:end]`` overlaps."""
+    segments = doc.segments
+    if not segments:
+        return Location(char_start=start, char_end=end)
+    starts = [s.start for s in segments]
+    first = max(bisect_right(starts, start) - 1, 0)
+    last = max(bisect_left(starts, max(end, start + 1)) - 1, first)
+    covered = [s for s in segments[first:last + 1] if s.end > start or s.start == start]
+    pages = [s.page for s in covered if s.page is not None]
+    # The section most of the chunk's text is in (a chunk starting with a
+    # parent's heading line is still cited by the subsection it holds).
+    weight: dict[str, int] = {}
+    for s in covered:
+        if s.section:
+            weight[s.section] = weight.get(s.section, 0) + min(s.end, end) - max(s.start, start)
+    section = max(weight, key=weight.__getitem__) if weight else None
+    return Location(char_start=start, char_end=end, page_start=min(pages, default=None),
+                    page_end=max(pages, default=None), unit=doc.unit, section=section)
+
+
+def boundary_spans(text: str, cuts: Sequence[int], tokenizer: Tokenizer, size: int, overlap: int) -> list[Span]:
+    """Spans that end at one of ``cuts`` where they can: the pieces between
+    cuts, packed whole up to ``size`` tokens; a piece too large for one is cut
+    into token windows (``token_spans``). Covers ``text`` in order."""
+    edges = sorted({0, len(text), *(c for c in cuts if 0 < c < len(text))})
+    units: list[Span] = []
+    for start, end in zip(edges, edges[1:]):
+        tokens = tokenizer.count(text[start:end])
+        if tokens <= size:
+            units.append(Span(start, end, tokens))
+        else:  # an oversized piece: windows, never packed with others
+            units += [Span(start + w.start, start + w.end, -w.tokens) for w in
+                      token_spans(text[start:end], tokenizer, size, overlap)]
+    spans: list[Span] = []
+    i = 0
+    while i < len(units):
+        if units[i].tokens < 0:
+            spans.append(Span(units[i].start, units[i].end, -units[i].tokens))
+            i += 1
+            continue
+        estimate, j = units[i].tokens, i + 1
+        while j < len(units) and units[j].tokens >= 0 and estimate + units[j].tokens <= size:
+            estimate += units[j].tokens
+            j += 1
+        while True:  # token counts are not additive at the seams: check the real count
+            tokens = tokenizer.count(text[units[i].start:units[j - 1].end])
+            if tokens <= size or j == i + 1:
+                break
+            j -= 1
+        spans.append(Span(units[i].start, units[j - 1].end, tokens))
+        i = j
+    return spans
+
+
+def chunk_segmented(doc: Document, tokenizer: Tokenizer, size: int, overlap: int) -> list[Chunk]:
+    """Chunks of a document with segments, cut at their boundaries first."""
+    cuts = [s.start for s in doc.segments]
+    spans = [s for s in boundary_spans(doc.content, cuts, tokenizer, size, overlap)
+             if doc.content[s.start:s.end].strip()]
+    return [make_chunk(doc, doc.content[s.start:s.end], order, s.tokens, (s.start, s.end))
+            for order, s in enumerate(spans)]
 
 
 def check_window(size: int, overlap: int) -> None:
@@ -175,9 +250,11 @@ class TokenChunker:
         return token_spans(text, self.tokenizer, self.size, self.overlap)
 
     def chunk(self, doc: Document) -> list[Chunk]:
-        contents = [(doc.content[s.start:s.end], s.tokens) for s in self.spans(doc.content)]
-        kept = [(c, t) for c, t in contents if c.strip()]
-        return [make_chunk(doc, c, order, t) for order, (c, t) in enumerate(kept)]
+        if doc.segments:
+            return chunk_segmented(doc, self.tokenizer, self.size, self.overlap)
+        kept = [s for s in self.spans(doc.content) if doc.content[s.start:s.end].strip()]
+        return [make_chunk(doc, doc.content[s.start:s.end], order, s.tokens, (s.start, s.end))
+                for order, s in enumerate(kept)]
 
 
 # --- markdown ------------------------------------------------------------------------
@@ -348,9 +425,12 @@ class MarkdownChunker:
         return pieces
 
     def chunk(self, doc: Document) -> list[Chunk]:
+        if doc.segments:  # a loaded file: its segments carry the headings
+            return chunk_segmented(doc, self.tokenizer, self.size, self.overlap)
         text = doc.content
         kept = [p for p in self.pieces(text) if text[p.start:p.end].strip()]
-        return [make_chunk(doc, p.prefix + text[p.start:p.end], order, p.tokens) for order, p in enumerate(kept)]
+        return [make_chunk(doc, p.prefix + text[p.start:p.end], order, p.tokens, (p.start, p.end))
+                for order, p in enumerate(kept)]
 
 
 # --- registry --------------------------------------------------------------------------

@@ -110,7 +110,7 @@ class Indexer:
         await self.stores.doc_status.upsert(relisted)
         now = utcnow()
         await self.stores.full_docs.upsert(
-            {d.id: {"content": d.content, "file_path": d.file_path, "metadata": d.metadata} for d in todo}
+            {d.id: _doc_record(d) for d in todo}
         )
         await self.stores.doc_status.upsert(
             DocStatusRecord(
@@ -256,7 +256,7 @@ class Indexer:
         await self._remove_contribution(redo)
         docs = await self.stores.full_docs.get_many([r.id for r in redo])
         requeue = [
-            Document(id=r.id, content=d["content"], file_path=d.get("file_path"), metadata=d.get("metadata") or {})
+            _stored_doc(r.id, d)
             for r, d in zip(redo, docs)
             if d is not None
         ]
@@ -329,7 +329,7 @@ class Indexer:
                 continue
             (doc,) = await self.stores.full_docs.get_many([rec.id])
             if doc is not None:
-                out += [c.id for c in self.chunker.chunk(Document(id=rec.id, content=doc["content"], file_path=doc.get("file_path")))]
+                out += [c.id for c in self.chunker.chunk(_stored_doc(rec.id, doc))]
         return list(dict.fromkeys(out))
 
 
@@ -349,8 +349,22 @@ def _named(doc: Document) -> str:
     return f"document {doc.id}, {clean(doc.file_path) if doc.file_path else 'no file path'}"
 
 
+def _doc_record(doc: Document) -> dict:
+    record = {"content": doc.content, "file_path": doc.file_path, "metadata": doc.metadata}
+    if doc.segments:  # pages and sections: chunking again (resume, delete) needs them
+        record |= {"segments": [s.model_dump() for s in doc.segments], "unit": doc.unit}
+    return record
+
+
+def _stored_doc(doc_id: str, record: dict) -> Document:
+    return Document(id=doc_id, content=record["content"], file_path=record.get("file_path"),
+                    metadata=record.get("metadata") or {}, segments=record.get("segments") or [],
+                    unit=record.get("unit") or "page")
+
+
 def chunk_record(chunk: Chunk) -> dict:
-    return chunk.model_dump(mode="json", exclude={"id"})
+    # A chunk without a location (custom KG chunks) stores none, as before locations existed.
+    return chunk.model_dump(mode="json", exclude={"id"} | ({"location"} if chunk.location is None else set()))
 
 
 def chunk_meta(chunk: Chunk) -> dict:

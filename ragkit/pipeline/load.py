@@ -10,8 +10,14 @@ Rules (decisions, in one place):
   ``str`` is a text to index (``"Q3/Q4"`` and ``"notes.md"`` included). Callers
   holding path strings wrap them in ``Path`` (``RAG.insert(paths=...)`` and the
   CLI do).
-- Files load when their extension is in ``TEXT_EXTENSIONS`` (case-insensitive);
-  others are skipped. Inside a folder those are summed up in one item per folder
+- Files load when their extension is in ``TEXT_EXTENSIONS`` or a loader's
+  (``ragkit.loaders``: PDF, Office, HTML, CSV, EPUB; case-insensitive); others
+  are skipped. A loader is chosen by the file's bytes first (a PDF named
+  ``.txt`` is read as a PDF), then by its extension; its document keeps the
+  pages and sections it found (``Document.segments``). A file its loader cannot
+  read (encrypted, scanned, damaged) fails alone with the cause and the fix; a
+  loader whose library is missing says which extra to install, and HTML or CSV
+  then load as plain text. Inside a folder those are summed up in one item per folder
   input, so a folder of images does not bury the report.
 - Folders are walked depth-first with the entries of each folder sorted by name,
   so the order of documents is the same on every run and machine. Hidden
@@ -58,7 +64,7 @@ TEXT_EXTENSIONS: frozenset[str] = frozenset(
     }
 )
 
-Outcome = Literal["loaded", "loaded_with_replacements", "skipped", "failed"]
+Outcome = Literal["loaded", "loaded_with_replacements", "loaded_with_warnings", "skipped", "failed"]
 
 
 @dataclass
@@ -71,6 +77,10 @@ class LoadItem:
     outcome: Outcome
     message: str = ""
     doc_id: str | None = None
+    pages: int | None = None
+    """Pages (slides, sheets) of a file read by a loader that counts them."""
+    characters: int | None = None
+    """Characters of text the document holds."""
 
 
 @dataclass
@@ -220,16 +230,18 @@ class _Folder:
 
 class _Loader:
     def __init__(self, max_files: int | None, extensions: frozenset[str]) -> None:
+        from ragkit.loaders.registry import extensions as loader_extensions
+
         self.report = LoadReport()
         self.max_files = max_files
-        self.extensions = extensions
+        self.extensions = extensions | loader_extensions()
         self.files_read = 0
         self.doc_paths: dict[str, str] = {}
         self.file_paths: dict[tuple[int, int], str] = {}
         self.dir_paths: dict[tuple[int, int], str] = {}
 
-    def item(self, path: str, outcome: Outcome, message: str = "", doc_id: str | None = None) -> None:
-        self.report.items.append(LoadItem(printable_path(path), outcome, message, doc_id))
+    def item(self, path: str, outcome: Outcome, message: str = "", doc_id: str | None = None, **sizes) -> None:
+        self.report.items.append(LoadItem(printable_path(path), outcome, message, doc_id, **sizes))
 
     @property
     def limit_reached(self) -> bool:
@@ -249,6 +261,7 @@ class _Loader:
         file_path: str | None = None,
         outcome: Outcome = "loaded",
         message: str = "",
+        pages: int | None = None,
     ) -> None:
         if document is None:
             content = normalize_text(content)
@@ -265,7 +278,7 @@ class _Loader:
             return
         self.doc_paths[document.id] = shown
         self.report.documents.append(document)
-        self.item(shown, outcome, message, document.id)
+        self.item(shown, outcome, message, document.id, pages=pages, characters=len(document.content))
 
     def add_raw_text(self, text: str, shown: str) -> None:
         try:
@@ -322,6 +335,9 @@ class _Loader:
         if not data:
             self.item(shown, "skipped", "empty file")
             return
+        note = self._add_loaded(path, shown, data)
+        if note is None:
+            return
         decoded = _decode(data)
         if decoded.binary:
             self.item(shown, "skipped", f"binary file: {decoded.binary}")
@@ -332,7 +348,40 @@ class _Loader:
             message = f"{decoded.replaced} invalid {name} byte(s) replaced with U+FFFD"
         else:
             outcome, message = "loaded", name + (" with byte order mark" if decoded.bom else "")
+        if note:
+            outcome, message = "loaded_with_warnings", f"{message}; {note}"
         self.add_text(decoded.text, shown, file_path=shown, outcome=outcome, message=message)
+
+    def _add_loaded(self, path: Path, shown: str, data: bytes) -> str | None:
+        """Reads the file with the loader that claims it (``None``: done), or
+        says it is to be read as text (a note on why, or ``""``)."""
+        from ragkit.loaders import LoaderError, MissingDependency, detect
+
+        loader = detect(shown, data)
+        if loader is None:
+            return ""
+        try:
+            loader.check_available()
+            loaded = loader.load(data, path.name)
+        except MissingDependency as exc:
+            if path.suffix.lower() in TEXT_EXTENSIONS:  # HTML, CSV: still readable as text
+                return f"read as plain text: {exc}"
+            self.item(shown, "failed", str(exc))
+            return None
+        except LoaderError as exc:
+            self.item(shown, "failed", f"{loader.name}: {exc}")
+            return None
+        except Exception as exc:  # a loader plugin's bug fails its file, not the run
+            self.item(shown, "failed", f"loader {loader.name!r} failed: {type(exc).__name__}: {str(exc)[:200]}; "
+                                       "report it to the loader's authors")
+            return None
+        loaded.loader = loader.name
+        document = loaded.document(shown)
+        warned = bool(loaded.warnings)
+        self.add_text(loaded.text, shown, document=document,
+                      outcome="loaded_with_warnings" if warned else "loaded",
+                      message="; ".join(loaded.warnings) if warned else loader.name, pages=loaded.pages)
+        return None
 
     def _add_folder(self, root: Path, shown_root: str) -> None:
         items_before = len(self.report.items)

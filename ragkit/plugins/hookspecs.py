@@ -56,3 +56,8 @@ def register_chunkers(register):
 @hookspec
 def register_query_modes(register):
     """Register QueryMode classes (``ragkit.query.modes.QueryMode`` subclasses)."""
+
+
+@hookspec
+def register_loaders(register):
+    """Register Loader classes (``ragkit.loaders.Loader`` subclasses): file types to text with pages."""

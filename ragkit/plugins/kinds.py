@@ -48,6 +48,8 @@ KINDS: dict[str, Kind] = {
         Kind("reranker", "register_rerankers", "model", section=True),
         Kind("tokenizer", "register_tokenizers", "model", section=True),
         Kind("chunker", "register_chunkers", "pipeline"),
+        Kind("loader", "register_loaders", "pipeline",
+             check="ragkit.loaders.registry:refusal", noun="loader"),
         Kind("query_mode", "register_query_modes", "pipeline",
              check="ragkit.query.modes:refusal", noun="query mode"),
     )

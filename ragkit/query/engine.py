@@ -23,6 +23,7 @@ from ragkit.errors import ConfigError, InvalidValueError
 from ragkit.plugins import get_registry
 from ragkit.protocols import ChatRequest, Embedder, Reranker, Tokenizer
 from ragkit.query.answer import build_answer_request, build_bypass_request
+from ragkit.query.citation import citation
 from ragkit.query.context import Budget, Context, build_context, rank_graph_chunks
 from ragkit.query.counting import TokenCounts
 from ragkit.query.items import ChunkItem, round_robin
@@ -229,10 +230,21 @@ def _result(context: Context | None, run: _Run) -> QueryResult:
         relations=[{"key": list(r.key), **_public(r.props), "stage": r.stage, "score": r.score, "degree": r.degree}
                    for r in context.relations],
         chunks=[{"id": c.id, "doc_id": c.doc_id, "file_path": c.file_path, "reference": c.reference,
-                 "stage": c.stage, "score": c.score, "support": c.support, "content": c.content}
+                 "stage": c.stage, "score": c.score, "support": c.support, "content": c.content,
+                 "location": c.location.model_dump() if c.location else None}
                 for c in context.chunks],
-        references=[Reference(number=n, doc_id=d, file_path=p, chunk_ids=ids) for n, d, p, ids in context.references],
+        references=_references(context),
     )
+
+
+def _references(context: Context) -> list[Reference]:
+    located = {c.id: c.location for c in context.chunks}
+    out = []
+    for n, d, p, ids in context.references:
+        locations = [located.get(i) for i in ids]
+        out.append(Reference(number=n, doc_id=d, file_path=p, chunk_ids=ids, locations=locations,
+                             citation=citation(p or d, locations)))
+    return out
 
 
 def _public(props: dict) -> dict:

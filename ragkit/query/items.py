@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragkit.core.keys import Pair
+from ragkit.schema import Location
 
 
 @dataclass
@@ -51,11 +52,15 @@ class ChunkItem:
     tokens: int = 0
     reference: int = 0
     supports: list[str] = field(default_factory=list)
+    location: Location | None = None
+    """Character span, pages and section in its document (``None``: indexed before locations)."""
 
     @classmethod
     def from_record(cls, cid: str, rec: dict[str, Any], stage: str, **kw: Any) -> ChunkItem:
+        location = rec.get("location")
         return cls(cid, rec["content"], rec["doc_id"], rec.get("file_path"), stage,
-                   tokens=int(rec.get("tokens", 0)), **kw)
+                   tokens=int(rec.get("tokens", 0)),
+                   location=Location.model_validate(location) if location else None, **kw)
 
 
 def round_robin(*lists: list) -> list:

@@ -36,7 +36,8 @@ def indexed(tmp_path_factory) -> Path:
     async def build() -> None:
         async with RAG(Settings(working_dir=folder)) as rag:
             loaded, report = await rag.ainsert(paths=CORPUS)
-            assert len(loaded.documents) == len(list(CORPUS.rglob("*.md"))) >= 8
+            files = [f for f in CORPUS.rglob("*") if f.suffix in (".md", ".pdf", ".docx")]
+            assert len(loaded.documents) == len(files) >= 10 and all(i.outcome == "loaded" for i in loaded.items)
             assert not report.failed and report.dropped_rows == 0
 
     asyncio.run(build())

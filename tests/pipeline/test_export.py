@@ -77,7 +77,8 @@ async def test_stores_hold_data_only(rag):
     assert {k for p in snap["edges"].values() for k in p} == {
         "source", "target", "keywords", "description", "weight", "source_ids"}
     records = await rag.stores.chunks.get_many(snap["chunks"])
-    assert {k for r in records for k in r} == {"doc_id", "content", "order", "tokens", "file_path"}
+    # ``location`` is where a chunk came from (character span, pages, section): data, not bookkeeping.
+    assert {k for r in records for k in r} == {"doc_id", "content", "order", "tokens", "file_path", "location"}
     vectors = {
         "chunk_vectors": {"doc_id", "order", "file_path"},
         "entity_vectors": {"key", "name"},

@@ -35,7 +35,7 @@ def test_settings_sections_are_the_section_kinds():
 
 def test_store_and_model_factories_follow_the_roles():
     assert set(STORE_KINDS).isdisjoint(MODEL_KINDS)
-    assert {k for k, kind in KINDS.items() if kind.role == "pipeline"} == {"chunker", "query_mode"}
+    assert {k for k, kind in KINDS.items() if kind.role == "pipeline"} == {"chunker", "query_mode", "loader"}
     with pytest.raises(ConfigError, match="is a store kind; use create_store"):
         create_model("kv", "sqlite")
     with pytest.raises(ConfigError, match="'query_mode' is not a model kind"):
