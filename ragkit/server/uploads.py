@@ -1,23 +1,26 @@
 """What an upload may be: the supported file types and the size and count limits.
 
-``supported_types`` is the one place that says which files load (the loader's
-extensions today; a loader registry can take its place here alone).
+``supported_types`` is the one place that says which files load: the
+extensions of text, Markdown and every loader whose library is installed
+(``ragkit.loaders``), so an upload is refused exactly when indexing the saved
+file would be.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import PurePosixPath, PureWindowsPath
 
 from fastapi import HTTPException, UploadFile
 
-from ragkit.pipeline.load import TEXT_EXTENSIONS
+from ragkit.loaders import supported_types as loadable_types
 from ragkit.server.config import ServerSettings
 
 _CHUNK = 1 << 20
 
 
 def supported_types() -> frozenset[str]:
-    return TEXT_EXTENSIONS
+    return frozenset(t for t in loadable_types() if t.startswith("."))  # the rest are media types
 
 
 def check_type(filename: str) -> str:
@@ -50,6 +53,4 @@ async def save(upload: UploadFile, dest, limits: ServerSettings) -> None:
                 )
             out.write(chunk)
         out.flush()
-        import os
-
         os.fsync(out.fileno())  # saved before the job is accepted: a crash loses nothing

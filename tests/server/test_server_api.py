@@ -192,8 +192,9 @@ def test_delete_one_and_many(served, loaded):
 def test_upload_limits_and_types(served):
     server, keys = served
     with client(server, keys.writer) as c:
-        r = c.post(f"{W}/documents/upload", files=[("files", ("a.pdf", b"%PDF", "application/pdf"))])
-        assert r.status_code == 415 and ".md" in r.json()["error"] and ".txt" in r.json()["error"]
+        r = c.post(f"{W}/documents/upload", files=[("files", ("a.exe", b"MZ", "application/octet-stream"))])
+        assert r.status_code == 415 and "'.exe'" in r.json()["error"]
+        assert all(t in r.json()["error"] for t in (".md", ".txt", ".pdf", ".docx")), "names the supported types"
         big = b"x" * 300_001
         r = c.post(f"{W}/documents/upload", files=[("files", ("big.txt", big, "text/plain"))])
         assert r.status_code == 413 and "max_upload_bytes" in r.json()["error"] and "300000" in r.json()["error"]
@@ -221,3 +222,22 @@ def test_health_ready_metrics_docs(served, loaded):
     assert 'ragkit_llm_calls_total{role="extraction"}' in text
     assert 'ragkit_llm_tokens_total{direction="input",role="extraction"}' in text
     assert "ragkit_ingestion_queue_depth" in text
+
+
+def test_uploaded_pdf_and_docx_are_cited_by_page(served):
+    """Office and PDF uploads go through the loaders: the answer's reference
+    names the page its passage came from (workspace "other", so the other
+    tests' counts on "alpha" stay as they are)."""
+    server, keys = served
+    en = ROOT / "examples" / "corpus" / "en"
+    files = [("files", (p.name, p.read_bytes(), "application/octet-stream"))
+             for p in (en / "yingchuan-incident-report.pdf", en / "haijia-procurement-memo.docx")]
+    with client(server, keys.other) as c:
+        r = c.post("/w/other/documents/upload", files=files)
+        assert r.status_code == 202, r.text
+        job = wait_job(c, r.json()["url"])
+        assert job["state"] == "done" and len(job["processed"]) == 2, job
+        r = c.post("/w/other/query/context", json={"question": "Yingchuan incident report", "mode": "naive"})
+        assert r.status_code == 200, r.text
+        cites = [ref.get("citation") or "" for ref in r.json()["references"]]
+        assert any(c.startswith("yingchuan-incident-report.pdf p. ") for c in cites), cites
