@@ -17,7 +17,8 @@ Environment (``__`` separates nesting levels): ``RAGKIT_WORKSPACE``,
 ``RAGKIT_WORKING_DIR``, ``RAGKIT_<SECTION>`` for a backend's name
 (``RAGKIT_GRAPH=neo4j``) and ``RAGKIT_<SECTION>__<OPTION>`` for one option
 (``RAGKIT_LLM__API_KEY=...``); ``RAGKIT_INDEX__CHUNK_SIZE=800`` and
-``RAGKIT_INDEX__EXTRACT__GLEANING=1`` for the ``[index]`` section. Option and
+``RAGKIT_INDEX__EXTRACT__GLEANING=1`` for the ``[index]`` section, ``RAGKIT_LOCK__TIMEOUT=30``
+for ``[lock]``. Option and
 ``[index]`` values that parse as JSON (numbers, booleans, lists) are taken as
 such, anything else as a string.
 
@@ -44,6 +45,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from ragkit.core.lock import LockSettings
 from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.pipeline.config import IndexConfig
 from ragkit.plugins.kinds import SECTION_KINDS
@@ -94,6 +96,7 @@ class Settings(BaseModel):
     reranker: BackendSettings | None = None
     tokenizer: BackendSettings = _backend("tiktoken")
     index: IndexConfig = Field(default_factory=IndexConfig)
+    lock: LockSettings = Field(default_factory=LockSettings)
 
     @field_validator("workspace")
     @classmethod
@@ -173,6 +176,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return {k: {"name": v} if k in SECTIONS and isinstance(v, str) else v for k, v in data.items()}
 
 
+_NESTED = ("index", "lock")
+"""The sections set one value at a time (``RAGKIT_LOCK__TIMEOUT=30``)."""
+
+
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     """``RAGKIT_A__B__C=v`` as ``{"a": {"b": {"c": v}}}`` for a setting ``a``; a
     backend's variables set its name (``RAGKIT_LLM``) and options (``RAGKIT_LLM__MODEL``)."""
@@ -185,7 +192,7 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
             path.append("name")
         elif path[0] in SECTIONS:
             path.insert(1, "options")
-        elif path[0] not in Settings.model_fields or (len(path) > 1) != (path[0] == "index"):
+        elif path[0] not in Settings.model_fields or (len(path) > 1) != (path[0] in _NESTED):
             continue  # RAGKIT_CONFIG, RAGKIT_REDIS_URL (tests), ...
         *parents, last = path
         block = out
