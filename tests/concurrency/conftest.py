@@ -146,19 +146,21 @@ class Workspace:
 
     def wait_for_writer(self, proc: subprocess.Popen, timeout: float = 60) -> dict:
         """Block until ``proc`` holds the workspace's writer lock; its holder record."""
-        deadline = time.monotonic() + timeout
 
-        async def holder(rag):
-            found = await rag.stores.lock.lease.holder()
-            return found.model_dump() if found else None
+        async def poll(rag):
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                found = await rag.stores.lock.lease.holder()
+                if found is not None and found.pid == proc.pid:
+                    return found.model_dump()
+                if proc.poll() is not None:
+                    return None
+                await asyncio.sleep(0.05)
+            raise AssertionError(f"{proc.argv} did not take the writer lock within {timeout}s")  # type: ignore[attr-defined]
 
-        while time.monotonic() < deadline:
-            found = self.api(holder)
-            if found and found["pid"] == proc.pid:
-                return found
-            assert proc.poll() is None, f"{proc.argv} ended before it took the lock:\n{self.wait(proc).err}"  # type: ignore[attr-defined]
-            time.sleep(0.05)
-        raise AssertionError(f"{proc.argv} did not take the writer lock within {timeout}s")  # type: ignore[attr-defined]
+        held = self.api(poll)
+        assert held is not None, f"{proc.argv} ended before it took the lock:\n{self.wait(proc).err}"  # type: ignore[attr-defined]
+        return held
 
 
 def server_env(tmp_path: Path) -> dict[str, str]:
@@ -188,13 +190,14 @@ def workspace(request, tmp_path) -> Workspace:
         RAGKIT_WORKING_DIR=str(tmp_path / "data"),
         RAGKIT_WORKSPACE=f"c{uuid.uuid4().hex[:10]}",
         RAGKIT_LOCK__TIMEOUT="120",
-        # Large vectors make large snapshots, so that flushes append to journals
-        # (where the issue's crashes came from) rather than rewrite small snapshots.
-        RAGKIT_EMBEDDER__DIMENSION="2048",
         PYTHONUNBUFFERED="1",
     )
     if combo == "servers":
         env.update(server_env(tmp_path))
+    else:
+        # Large vectors make large snapshots, so that flushes append to journals
+        # (where the issue's crashes came from) rather than rewrite small snapshots.
+        env["RAGKIT_EMBEDDER__DIMENSION"] = "2048"
     ws = Workspace(combo, tmp_path, env)
     yield ws
     for proc in ws.started:
