@@ -181,6 +181,11 @@ class WriterLock:
     def held(self) -> bool:
         return self._holder is not None
 
+    @property
+    def sole(self) -> bool:
+        """Whether exactly one write of this process holds the lock."""
+        return self._users == 1
+
     @contextlib.asynccontextmanager
     async def hold(self, what: str, on_acquired: Callable[[], Awaitable[None]] | None = None) -> AsyncIterator[None]:
         """Hold the lock while the block runs; ``on_acquired`` runs once the
@@ -202,9 +207,10 @@ class WriterLock:
         try:
             yield
         finally:
-            self._users -= 1
-            if self._users == 0:
-                await self._release()
+            async with self._gate:  # so a write starting meanwhile takes the lock after this release
+                self._users -= 1
+                if self._users == 0:
+                    await self._release()
 
     async def _acquire(self, what: str) -> None:
         me = Holder(what=what)

@@ -96,7 +96,13 @@ class Stores:
         taken, stores that hold a snapshot in memory reload what another
         process wrote since."""
         async with self.lock.hold(what, self.refresh):
-            yield
+            try:
+                yield
+            finally:
+                if self.lock.sole:  # the last write out: what a failed one left unsaved is saved under the lock
+                    for store in self._file_stores():
+                        if store.is_open:
+                            await store.flush()
 
     async def refresh(self) -> None:
         """Reload the in-memory stores whose files another process changed
@@ -129,7 +135,7 @@ class Stores:
         if not wrote or not await self.lock.try_hold_now("compact"):
             return
         try:
-            await self.refresh()  # another writer since: its files are newer, and its to compact
+            await self.refresh()  # another writer wrote since: its files are newer, and are its to compact
             for store in wrote:
                 if store.wants_compaction:
                     await store.compact()
