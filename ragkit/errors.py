@@ -15,6 +15,7 @@
     │   ├── ElementNotFoundError    the entity or relation to edit does not exist
     │   └── ElementExistsError      the entity or relation to create already exists
     ├── ExportError                 an export format or target ragkit cannot write
+    ├── WriterLockTimeoutError      another process kept the workspace's writer lock too long
     └── DocumentNotFoundError       an id or path that names no stored document
 
 Messages name the problem and the fix, because they reach users of the CLI.
@@ -85,6 +86,11 @@ class ElementExistsError(GraphEditError):
 
 class ExportError(RagkitError, ValueError):
     """An export format or target that ragkit cannot write."""
+
+
+class WriterLockTimeoutError(RagkitError, TimeoutError):
+    """Another process held the workspace's writer lock for longer than
+    ``lock.timeout``; the message names the holder (pid, host, since)."""
 
 
 class DocumentNotFoundError(RagkitError, LookupError):

@@ -219,6 +219,9 @@ class RAG:
             self._opening = asyncio.ensure_future(self._open_stores())
         if self._opening is not None and not self._opening.done():
             await asyncio.shield(self._opening)
+        elif self._opening is not None:
+            # Open for a while (a server): see what another process wrote since.
+            await self.stores.refresh()
         return self
 
     async def _open_stores(self) -> None:

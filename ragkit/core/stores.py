@@ -1,13 +1,39 @@
-"""The stores one workspace uses, opened and closed together."""
+"""The stores one workspace uses, opened and closed together, and the
+workspace's writer lock (:mod:`ragkit.core.lock`) that every write holds."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 from ragkit.backends import build_store
+from ragkit.core.lock import LockSettings, WriterLock, lease_for
 from ragkit.plugins import Registry
 from ragkit.protocols import DocStatusStore, GraphStore, KVStore, VectorStore
 from ragkit.settings import Settings
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=Callable[..., Awaitable[Any]])
+
+
+def writes(what: str) -> Callable[[M], M]:
+    """Run a method of an object with ``.stores`` under the workspace's writer
+    lock (``Stores.writing``): the write entry points of the pipeline."""
+
+    def mark(method: M) -> M:
+        @functools.wraps(method)
+        async def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            async with self.stores.writing(what):
+                return await method(self, *args, **kwargs)
+
+        return run  # type: ignore[return-value]
+
+    return mark
 
 
 @dataclass
@@ -39,7 +65,7 @@ class Stores:
         def vec(ns: str) -> VectorStore:
             return build_store(settings, "vector", ns, dimension, registry=registry)
 
-        return cls(
+        stores = cls(
             full_docs=kv("full_docs"),
             chunks=kv("chunks"),
             extractions=kv("extractions"),
@@ -51,6 +77,39 @@ class Stores:
             graph=build_store(settings, "graph", "graph", registry=registry),
             doc_status=build_store(settings, "doc_status", "doc_status", registry=registry),
         )
+        stores.lock.settings = settings.lock
+        return stores
+
+    def __post_init__(self) -> None:
+        self.lock = WriterLock(lease_for(self.doc_status), LockSettings())
+        for store in self._file_stores():
+            store.compact_on_close = False  # close() below compacts, under the lock
+
+    def _file_stores(self) -> list:
+        """The stores that keep a snapshot in memory (``refresh``/``compact`` hooks)."""
+        return [s for s in self.all() if hasattr(s, "refresh") and hasattr(s, "compact")]
+
+    @contextlib.asynccontextmanager
+    async def writing(self, what: str) -> AsyncIterator[None]:
+        """Hold the workspace's writer lock (waiting up to ``lock.timeout``):
+        every write (index, delete, edit, repair) runs inside. Once the lock is
+        taken, stores that hold a snapshot in memory reload what another
+        process wrote since."""
+        async with self.lock.hold(what, self.refresh):
+            try:
+                yield
+            finally:
+                if self.lock.sole:  # the last write out: what a failed one left unsaved is saved under the lock
+                    for store in self._file_stores():
+                        if store.is_open:
+                            await store.flush()
+
+    async def refresh(self) -> None:
+        """Reload the in-memory stores whose files another process changed
+        (cheap when nothing changed: a stat per file)."""
+        for store in self._file_stores():
+            if store.is_open:
+                await store.refresh()
 
     def all(self) -> list:
         return [getattr(self, f.name) for f in fields(self)]
@@ -64,5 +123,23 @@ class Stores:
             await store.flush()
 
     async def close(self) -> None:
+        await self._compact()
         for store in self.all():
             await store.close()
+
+    async def _compact(self) -> None:
+        """Fold journals this process wrote into new snapshots, only if the
+        writer lock is free right now: a snapshot is rewritten under the lock
+        only, so a closing process never undoes or cuts off another's writes."""
+        wrote = [s for s in self._file_stores() if s.is_open and s.wants_compaction]
+        if not wrote or not await self.lock.try_hold_now("compact"):
+            return
+        try:
+            await self.refresh()  # another writer wrote since: its files are newer, and are its to compact
+            for store in wrote:
+                if store.wants_compaction:
+                    await store.compact()
+        except Exception as exc:  # the journal stays: nothing is lost, the next writer compacts
+            log.warning("compacting at close failed: %s", exc)
+        finally:
+            await self.lock.release_now()

@@ -55,6 +55,15 @@ async def _all(aiter) -> list:
 
 
 async def check(stores: Stores, updater: GraphUpdater | None = None, repair: bool = False) -> CheckReport:
+    """Find (and with ``repair``, fix) inconsistencies; a repair holds the
+    workspace's writer lock from its first read to its last write."""
+    if not repair:
+        return await _check(stores, updater, repair)
+    async with stores.writing("repair"):
+        return await _check(stores, updater, repair)
+
+
+async def _check(stores: Stores, updater: GraphUpdater | None, repair: bool) -> CheckReport:
     report = CheckReport()
     chunk_keys = set(await _all(stores.chunks.keys()))
     chunk_vec = set(await _all(stores.chunk_vectors.ids()))

@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragkit.core.extraction import ChunkExtraction
 from ragkit.core.keys import Pair, entity_key, relation_key
-from ragkit.core.stores import Stores
+from ragkit.core.stores import Stores, writes
 from ragkit.errors import ElementExistsError, ElementNotFoundError, GraphEditError
 from ragkit.ids import digest
 from ragkit.pipeline.extract import combine_extractions as combine_fragments
@@ -120,6 +120,7 @@ class GraphEditor:
 
     # -- entities ------------------------------------------------------------------
 
+    @writes("edit")
     async def create_entity(self, name: str, type: str = "entity", description: str = "") -> dict:
         key = _key(name)
         if await self.stores.graph.get_node(key) is not None:
@@ -132,6 +133,7 @@ class GraphEditor:
         await self._commit({cid: None}, {cid: ChunkExtraction(chunk_id=cid, entities=[entity])})
         return await self._node_props(key)
 
+    @writes("edit")
     async def edit_entity(self, name: str, *, description: str | None = None, type: str | None = None) -> dict:
         update = _given(description=description, type=type)
         if update.get("type") == "":  # would leave fragments without a type
@@ -149,6 +151,7 @@ class GraphEditor:
         await self._rewrite(olds, lambda ex: _map_entities(ex, {key}, edit))
         return await self._node_props(key)
 
+    @writes("edit")
     async def rename_entity(self, old: str, new: str) -> dict:
         key, props = await self._node(old)
         new_key = _key(new)
@@ -160,6 +163,7 @@ class GraphEditor:
         await self._rename(props["source_ids"], {key}, new.strip())
         return await self._node_props(new_key)
 
+    @writes("edit")
     async def merge_entities(self, sources: list[str], target: str) -> dict:
         """Fold ``sources`` into ``target``: their sources, descriptions and
         relations move onto it; it keeps its name and type."""
@@ -184,6 +188,7 @@ class GraphEditor:
         await self._rename(chunk_ids, set(keys), str(target_props["name"]), type=str(target_props["type"]))
         return await self._node_props(target_key)
 
+    @writes("edit")
     async def delete_entity(self, name: str) -> None:
         """Remove the entity and its relations from every chunk that states them."""
         key, props = await self._node(name)
@@ -198,6 +203,7 @@ class GraphEditor:
 
     # -- relations -----------------------------------------------------------------
 
+    @writes("edit")
     async def create_relation(
         self, source: str, target: str, keywords: str = "", description: str = "", strength: float = 1.0
     ) -> dict:
@@ -216,6 +222,7 @@ class GraphEditor:
         await self._commit({cid: None}, {cid: _normalise(ChunkExtraction(chunk_id=cid, relations=[relation]))})
         return await self._edge_props(pair)
 
+    @writes("edit")
     async def edit_relation(
         self, source: str, target: str, *,
         keywords: str | None = None, description: str | None = None, weight: float | None = None,
@@ -236,6 +243,7 @@ class GraphEditor:
         await self._rewrite(await self._load(props["source_ids"]), edit)
         return await self._edge_props(pair)
 
+    @writes("edit")
     async def delete_relation(self, source: str, target: str) -> None:
         pair, props = await self._edge(source, target)
 
@@ -248,6 +256,7 @@ class GraphEditor:
 
     # -- custom knowledge graphs -------------------------------------------------
 
+    @writes("edit")
     async def insert_custom_kg(self, kg: CustomKG) -> CustomKGReport:
         """Store the KG's chunks as documents and its facts as their extractions.
         Inserting the same KG again replaces its facts (no duplicate weights)."""

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ragkit.core.llm_cache import CachedLLM
-from ragkit.core.stores import Stores
+from ragkit.core.stores import Stores, writes
 from ragkit.core.text import clean, record_problem
 from ragkit.errors import ExtractionError
 from ragkit.pipeline.chunk import get_chunker
@@ -83,6 +83,7 @@ class Indexer:
 
     # -- insert ----------------------------------------------------------------
 
+    @writes("index")
     async def insert(self, documents: Sequence[Document]) -> IndexReport:
         started = time.perf_counter()
         report = IndexReport()
@@ -237,6 +238,7 @@ class Indexer:
 
     # -- recovery and delete ---------------------------------------------------
 
+    @writes("recover")
     async def recover(self, report: IndexReport | None = None) -> list[str]:
         """Finish interrupted deletes; undo and requeue interrupted inserts, and
         retry failed documents (answers already cached cost no new calls)."""
@@ -277,6 +279,7 @@ class Indexer:
                 return out
             cursor = page.next_cursor
 
+    @writes("delete")
     async def delete(self, doc_ids: Sequence[str], *, keep_paths: bool = False) -> list[str]:
         """Remove documents and everything derived only from them; entities and
         relations they shared are recomputed once from the remaining sources."""

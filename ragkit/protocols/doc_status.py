@@ -6,7 +6,7 @@ import json
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -19,6 +19,9 @@ from ragkit.schema import (
     DocStatusRecord,
     utcnow,
 )
+
+if TYPE_CHECKING:
+    from ragkit.core.lock import Lease
 
 
 class StatusRow(NamedTuple):
@@ -88,6 +91,13 @@ class DocStatusStore(KeyedStore):
         self._check_open()
         found = {DocStatus(s): int(n) for s, n in (await self._counts()).items()}
         return {status: found.get(status, 0) for status in DocStatus}
+
+    def writer_lease(self) -> Lease | None:
+        """Optional hook: the workspace's writer lock (``ragkit.core.lock``)
+        as a lease in this store's server, for stores that processes on several
+        machines share. ``None`` (the default): a file lock beside the
+        workspace's files, right for stores kept in those files."""
+        return None
 
     @template("_list_page")
     async def list_page(

@@ -28,9 +28,19 @@ of the journal in order, if the journal's generation is the snapshot's.
 - A damaged frame followed by a valid one is corruption, not a torn tail:
   loading raises :class:`StoreError` naming the file.
 - When the journal has grown beyond the snapshot (or the snapshot is small, or
-  the store closes), the next save compacts: it writes a whole new snapshot
-  with generation g + 1, then removes the journal. A crash between the two
-  leaves a journal of generation g, which is stale and ignored.
+  the store closes after writing), the next save compacts: it writes a whole
+  new snapshot with generation g + 1, then removes the journal. A crash between
+  the two leaves a journal of generation g, which is stale and ignored.
+
+Several processes. Only the holder of the workspace's writer lock
+(:mod:`ragkit.core.lock`) saves; other processes only read. Loading reads the
+journal *before* the snapshot: generations only grow, and a journal of
+generation g + 1 is started only after the snapshot of g + 1 is in place, so a
+reader never pairs a snapshot with a newer journal, whatever the writer does
+meanwhile; it sees the state of some flush of the writer. A store that never
+wrote in a session never rewrites or removes a file (not even at close), and
+:meth:`JournaledFile.changed_on_disk` tells a long-lived process that another
+one wrote since it loaded (``refresh`` reloads then).
 """
 
 from __future__ import annotations
@@ -254,6 +264,17 @@ def write_at(path: Path, start: int, data: bytes) -> int:
     return start + len(data)
 
 
+Signature = tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def _replace_snapshot(target: Path, write: Writer) -> int:
     atomic_write(target, write)  # looked up at call time: tests replace it
     return target.stat().st_size
@@ -306,10 +327,28 @@ class JournaledFile(Generic[K]):
         self._journal_bytes = 0  # 0: no journal of this generation; the next append starts one
         self._pending: dict[K, None] = {}  # a dict keeps the order of changes
         self.lock: asyncio.Lock | None = None  # made by load(), in the store's open()
+        self.wrote = False  # saved something since load(): only then may close compact
+        self._seen: Signature = (None, None)  # the files as last loaded or written here
 
     @property
     def dirty(self) -> bool:
         return bool(self._pending)
+
+    @property
+    def journaled(self) -> bool:
+        """Whether a journal of the current generation holds changes."""
+        return self._journal_bytes > 0
+
+    def signature(self) -> Signature:
+        return _stat(self.path), _stat(self.journal)
+
+    def changed_on_disk(self) -> bool:
+        """Whether another process wrote the files since this one loaded or
+        wrote them; False while this one has unsaved changes or a save under
+        way (reloading then would lose them)."""
+        if self._pending or (self.lock is not None and self.lock.locked()):
+            return False
+        return self.signature() != self._seen
 
     def touch(self, keys: Iterable[K]) -> None:
         """Record that ``keys`` changed (were written or deleted) since the last save."""
@@ -325,9 +364,10 @@ class JournaledFile(Generic[K]):
         store: the lock that serialises saves is made here, for that session.
         """
         remove_stale_temps(self.path)
+        seen = self.signature()  # before reading: a write meanwhile shows as a change
+        journal = self._read_journal()  # before the snapshot (see the module docstring)
         exists = self.path.exists()
         generation = read_snapshot() if exists else 0
-        journal = self._read_journal()
         current = self._check_generation(journal, generation, exists)
         if current:
             self._replay(journal.payloads, apply)
@@ -336,6 +376,7 @@ class JournaledFile(Generic[K]):
         self._journal_bytes = journal.length if current else 0
         self._pending.clear()
         self.lock = asyncio.Lock()
+        self.wrote, self._seen = False, seen
 
     def _read_journal(self) -> Journal:
         try:
@@ -406,6 +447,9 @@ class JournaledFile(Generic[K]):
             except BaseException:
                 self.touch(keys)  # not (known to be) saved: pending again
                 raise
+            finally:
+                self._seen = self.signature()  # what this process wrote is not news
+            self.wrote = True
             return True
 
     def _plan(
@@ -445,7 +489,10 @@ class JournaledFile(Generic[K]):
         self._pending.clear()
         assert self.lock is not None, "load() (the store's open()) comes first"
         async with self.lock:
-            await _in_thread(self._remove_files)
+            try:
+                await _in_thread(self._remove_files)
+            finally:
+                self._seen = self.signature()
 
     def _remove_files(self) -> None:
         # The journal first: a crash in between leaves the old snapshot whole,
@@ -455,3 +502,47 @@ class JournaledFile(Generic[K]):
         remove_file(self.path)
         self._snapshot_bytes = 0
         remove_stale_temps(self.path)
+
+
+class JournaledStore:
+    """The lifecycle hooks both journaled stores share (mixed into a store
+    class that has ``_file``, ``_open``, ``_encode_changes`` and ``_snapshot``).
+
+    ``refresh``, ``compact`` and ``wants_compaction`` are what
+    :class:`ragkit.core.stores.Stores` uses to reload after another process
+    wrote and to compact only under the writer lock; it sets
+    ``compact_on_close`` to False on the stores it manages.
+    """
+
+    compact_on_close = True
+    _file: JournaledFile
+
+    async def _flush(self) -> None:
+        await self._file.save(self._encode_changes, self._snapshot)  # type: ignore[attr-defined]
+
+    async def _close(self) -> None:
+        # Fold the journal into the snapshot once per writing session, leaving
+        # one self-contained file. A session that only read writes nothing.
+        compact = self.compact_on_close and (self._file.wrote or self._file.dirty)
+        await self._file.save(self._encode_changes, self._snapshot, compact=compact)  # type: ignore[attr-defined]
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop the in-memory state (after close)."""
+
+    @property
+    def wants_compaction(self) -> bool:
+        """Unsaved changes, or a journal this session appended to."""
+        return self._file.dirty or (self._file.wrote and self._file.journaled)
+
+    async def compact(self) -> None:
+        """Fold the journal into a new snapshot now (an open store; the caller
+        holds the writer lock)."""
+        await self._file.save(self._encode_changes, self._snapshot, compact=True)  # type: ignore[attr-defined]
+
+    async def refresh(self) -> bool:
+        """Reload from the files if another process changed them since; True if it did."""
+        if not self.is_open or not self._file.changed_on_disk():  # type: ignore[attr-defined]
+            return False
+        await self._open()  # type: ignore[attr-defined]
+        return True

@@ -19,7 +19,8 @@ described in :mod:`ragkit.storage._files`), each a JSON object::
 
 holding the full current properties of every node and edge changed since the
 previous flush, applied in that order. ``close()`` folds the journal into a new
-snapshot.
+snapshot (only after this process wrote, and under the writer lock when
+:class:`ragkit.core.stores.Stores` manages the store).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ragkit.errors import StoreError
 from ragkit.protocols.base import Capability, StoreConfig
 from ragkit.protocols.graph import EdgeKey, GraphStore, copy_properties, edge_key
 from ragkit.schema import Edge, Node
-from ragkit.storage._files import JournaledFile, Writer
+from ragkit.storage._files import JournaledFile, JournaledStore, Writer
 
 FORMAT = "ragkit.networkx-graph/1"
 
@@ -66,7 +67,7 @@ def _set_edge(graph: nx.Graph, a: str, b: str, props: Mapping[str, Any]) -> None
     attrs.update(props)
 
 
-class NetworkXGraphStore(GraphStore):
+class NetworkXGraphStore(JournaledStore, GraphStore):
     """Undirected property graph held in memory; persisted to a JSON snapshot
     and a journal of the changes flushed since.
 
@@ -157,13 +158,7 @@ class NetworkXGraphStore(GraphStore):
         )
         return lambda fh: fh.write(payload)
 
-    async def _flush(self) -> None:
-        await self._file.save(self._encode_changes, self._snapshot)
-
-    async def _close(self) -> None:
-        # Fold the journal into the snapshot: once per session, it leaves one
-        # self-contained file and nothing to replay at the next open.
-        await self._file.save(self._encode_changes, self._snapshot, compact=True)
+    def _forget(self) -> None:
         self._graph = nx.Graph()
 
     async def _drop(self) -> None:

@@ -21,7 +21,9 @@ record per ``flush()`` (framing, generations and compaction are described in
     | the vectors of "ids", float32 LE, row-major
 
 holding the current vector and metadata of every id upserted since the previous
-flush and the ids deleted since. ``close()`` folds the journal into a new snapshot.
+flush and the ids deleted since. ``close()`` folds the journal into a new snapshot
+(only after this process wrote, and under the writer lock when
+:class:`ragkit.core.stores.Stores` manages the store).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from ragkit.errors import DimensionMismatchError, StoreError
 from ragkit.protocols.base import Capability, StoreConfig
 from ragkit.protocols.vector import Filter, VectorStore, matches_filter
 from ragkit.schema import JSONScalar, VectorHit
-from ragkit.storage._files import JournaledFile, Writer
+from ragkit.storage._files import JournaledFile, JournaledStore, Writer
 
 FORMAT = "ragkit.numpy-vectors/1"
 _TIE = 2e-6  # candidates this close to the k-th score may tie with it after rounding
@@ -60,7 +62,7 @@ def _row_norms(matrix: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum("ij,ij->i", m64, m64))
 
 
-class NumpyVectorStore(VectorStore):
+class NumpyVectorStore(JournaledStore, VectorStore):
     """Exact (brute-force) cosine search; persisted to one ``.npz`` snapshot per
     namespace and a journal of the changes (keyed by id) flushed since."""
 
@@ -230,13 +232,7 @@ class NumpyVectorStore(VectorStore):
 
         return write
 
-    async def _flush(self) -> None:
-        await self._file.save(self._encode_changes, self._snapshot)
-
-    async def _close(self) -> None:
-        # Fold the journal into the snapshot: once per session, it leaves one
-        # self-contained file and nothing to replay at the next open.
-        await self._file.save(self._encode_changes, self._snapshot, compact=True)
+    def _forget(self) -> None:
         self._reset_memory()
 
     async def _drop(self) -> None:

@@ -17,6 +17,7 @@ import sys
 import threading
 import typing
 import warnings
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,7 @@ def snapshot(result) -> tuple:
 def count_opens(rag: RAG) -> dict[str, int]:
     """Counts each real store's ``open()`` calls, by wrapping the bound method."""
     opens: dict[str, int] = {}
-    for name, store in vars(rag.stores).items():
+    for name, store in ((f.name, getattr(rag.stores, f.name)) for f in fields(rag.stores)):
         real = store.open
 
         async def counted(real=real, name=name):
@@ -89,7 +90,7 @@ def test_a_sync_insert_then_query_opens_each_store_once(tmp_path):
     rag.query(QUESTION, only_need_context=True)
     rag.query(QUESTION, mode="local", only_need_context=True)
     assert rag.status()["processed"] == len(TEXTS)
-    assert opens == {name: 1 for name in vars(rag.stores)}
+    assert opens == {f.name: 1 for f in fields(rag.stores)}
     rag.close()
 
 

@@ -29,6 +29,7 @@ from ragkit.protocols.doc_status import (
 )
 from ragkit.schema import DocStatus, DocStatusRecord
 from ragkit_redis._base import RedisOptions, RedisStore
+from ragkit_redis.lease import RedisLease
 
 _TRANSITION_RETRIES = 50
 
@@ -50,6 +51,10 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
     @property
     def indexes(self) -> list[bytes]:
         return [self.ids_key, *self.status_keys.values()]
+
+    def writer_lease(self) -> RedisLease:
+        """The workspace's writer lock lives here, with the documents' statuses."""
+        return RedisLease(self)
 
     # -- reads -----------------------------------------------------------------------
 

@@ -1,0 +1,59 @@
+"""The workspace's writer lease in Redis (see :mod:`ragkit.core.lock`).
+
+One key per workspace, ``<prefix>:{<workspace>:lock}:writer``, holding the
+holder's JSON (pid, host, since, a random token): taken with ``SET NX PX ttl``,
+renewed by the holder's heartbeat and released only by the holder, both by a
+Lua compare-and-set on the whole value, so a holder whose lease expired (and
+was taken by another) can neither extend nor delete the new holder's lease.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ragkit.core.lock import Holder
+
+if TYPE_CHECKING:
+    from ragkit_redis.doc_status import RedisDocStatusStore
+
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+class RedisLease:
+    heartbeat = True
+
+    def __init__(self, store: RedisDocStatusStore) -> None:
+        self.store = store
+        self.key = f"{store.options.key_prefix}:{{{store.workspace}:lock}}:writer".encode()
+        self.where = f"Redis {store._safe_url} key {self.key.decode()}"  # noqa: SLF001 - password hidden
+
+    async def acquire(self, holder: Holder, ttl: float) -> bool:
+        async with self.store.errors("take the writer lease"):
+            return bool(await self.store.client.set(self.key, holder.encode(), nx=True, px=_ms(ttl)))
+
+    async def holder(self) -> Holder | None:
+        async with self.store.errors("read the writer lease"):
+            return Holder.decode(await self.store.client.get(self.key))
+
+    async def renew(self, holder: Holder, ttl: float) -> bool:
+        async with self.store.errors("renew the writer lease"):
+            return bool(await self.store.client.eval(_RENEW, 1, self.key, holder.encode(), _ms(ttl)))
+
+    async def release(self, holder: Holder) -> None:
+        async with self.store.errors("release the writer lease"):
+            await self.store.client.eval(_RELEASE, 1, self.key, holder.encode())
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
