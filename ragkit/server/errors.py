@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragkit.errors import (
     DocumentNotFoundError, ElementExistsError, ElementNotFoundError, ExportError, GraphEditError,
-    InvalidValueError, RagkitError,
+    InvalidValueError, RagkitError, WriterLockTimeoutError,
 )
 from ragkit.redact import redact
 
@@ -38,6 +38,9 @@ def describe(errors: list[dict]) -> str:
 _STATUS = [
     (DocumentNotFoundError, 404), (ElementNotFoundError, 404), (ElementExistsError, 409),
     (GraphEditError, 400), (ExportError, 400), (InvalidValueError, 400), (ValueError, 400),
+    # another process (a CLI run, another worker) holds the workspace's writer
+    # lock past [lock] timeout: busy, not broken, so the client may retry
+    (WriterLockTimeoutError, 503),
 ]
 
 
