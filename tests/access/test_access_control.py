@@ -132,7 +132,9 @@ async def test_documents_listing_shows_readable_documents_only(acl_index, reader
         first = await rag.adocuments(principal=principal, limit=1)
         rest = await rag.adocuments(principal=principal, limit=1, cursor=first.next_cursor) if first.next_cursor else None
         everything = await rag.adocuments()
+        counts = await rag.astatus(principal=principal)
     assert everything.total == 3
+    assert counts["processed"] == len(readable) and sum(counts.values()) == len(readable)
     assert {d.id for d in page.documents} == {d.id for d in readable}
     assert page.total == len(readable) and first.total == len(readable)
     assert_clean(page.model_dump_json(), f"{reader}'s listing")
