@@ -214,6 +214,8 @@ def encode_status(record: DocStatusRecord) -> str:
     """A record's JSON text: full-precision ISO-8601 times with an explicit
     +00:00 offset. ``InvalidValueError`` when it cannot be stored."""
     data = record.model_dump(mode="json")
+    if data.get("access") is None:  # no list: the record's JSON as before access lists existed
+        data.pop("access", None)
     data["created_at"] = _utc(record.created_at).isoformat(timespec="microseconds")
     data["updated_at"] = _utc(record.updated_at).isoformat(timespec="microseconds")
     try:
