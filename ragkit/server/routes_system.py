@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import fields
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
@@ -30,7 +31,8 @@ async def ready(request: Request) -> JSONResponse:
     state = request.app.state.ragkit
     checks: dict[str, str] = {}
     async with state.pool.lease(state.settings.workspace) as rag:
-        for name, store in vars(rag.stores).items():
+        for name in (f.name for f in fields(rag.stores)):  # the stores, not the lock beside them
+            store = getattr(rag.stores, name)
             try:
                 checks[name] = await _check(store)
             except Exception as exc:
