@@ -14,7 +14,7 @@ STAMP := $(VENV)/.ragkit-installed
 $(STAMP): pyproject.toml $(PLUGINS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check 'torch==2.13.0'
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]' $(foreach p,$(PLUGINS),-e '$(patsubst %/,%,$(dir $(p)))[test]')
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,server]' $(foreach p,$(PLUGINS),-e '$(patsubst %/,%,$(dir $(p)))[test]')
 	touch $(STAMP)
 
 install: $(STAMP)

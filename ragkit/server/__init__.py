@@ -1,0 +1,1 @@
+"""``ragkit serve``: the HTTP service (issue 16)."""
