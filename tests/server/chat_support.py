@@ -25,7 +25,9 @@ import pytest
 import uvicorn
 from fastapi import FastAPI, Header, HTTPException
 
+from ragkit.errors import ModelError
 from ragkit.offline import OfflineLLM
+from ragkit.protocols import ChatRequest
 from ragkit.rag import RAG
 from ragkit.server.chat import ChatLimits, ollama_router, openai_router
 from ragkit.settings import Settings
@@ -37,8 +39,28 @@ QUESTION = "Who leads the project whose supplier's delivery slipped?"
 LIMITS = ChatLimits(max_messages=20, max_message_chars=4000, max_total_chars=20_000)
 
 
-def make_rag(working_dir: Path) -> RAG:
-    return RAG(Settings(working_dir=working_dir), llm=OfflineLLM(), embedder=HashEmbedder({"dimension": 256}))
+FAIL = "FAIL-THE-MODEL"
+SECRET = "sk-chat-test-secret-0123456789"
+
+
+class RecordingLLM(OfflineLLM):
+    """The offline LLM, recording every answer request; a question containing
+    ``FAIL`` fails like a model server's 500 whose message carries a key."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answers: list[ChatRequest] = []
+
+    def respond(self, request: ChatRequest) -> str:
+        if request.role == "answer":
+            self.answers.append(request)
+            if FAIL in request.prompt:
+                raise ModelError(f"model server answered 500 for api_key={SECRET}")
+        return super().respond(request)
+
+
+def make_rag(working_dir: Path, llm: OfflineLLM | None = None) -> RAG:
+    return RAG(Settings(working_dir=working_dir), llm=llm or OfflineLLM(), embedder=HashEmbedder({"dimension": 256}))
 
 
 @dataclass
@@ -52,6 +74,7 @@ class ChatServer:
     """The running app: ``url`` is the root, ``workspace_url`` the prefixed mount."""
 
     url: str
+    llm: RecordingLLM
     seen: list[str] = field(default_factory=list)
     """The workspace of every request the context dependency let through."""
 
@@ -95,7 +118,8 @@ def chat_server(tmp_path_factory) -> Iterator[ChatServer]:
     working_dir = tmp_path_factory.mktemp("chat-index")
     index_corpus(working_dir)
     seen: list[str] = []
-    server = uvicorn.Server(uvicorn.Config(build_app(make_rag(working_dir), seen), log_level="warning"))
+    llm = RecordingLLM()
+    server = uvicorn.Server(uvicorn.Config(build_app(make_rag(working_dir, llm), seen), log_level="warning"))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     host, port = sock.getsockname()
@@ -106,7 +130,7 @@ def chat_server(tmp_path_factory) -> Iterator[ChatServer]:
         assert thread.is_alive() and time.monotonic() < deadline, "the chat server did not start"
         time.sleep(0.02)
     try:
-        yield ChatServer(url=f"http://{host}:{port}", seen=seen)
+        yield ChatServer(url=f"http://{host}:{port}", llm=llm, seen=seen)
     finally:
         server.should_exit = True
         thread.join(30)

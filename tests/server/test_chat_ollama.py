@@ -14,7 +14,7 @@ import json
 import httpx
 import ollama
 import pytest
-from chat_support import QUESTION, TOKEN, chat_server  # noqa: F401 (the fixture)
+from chat_support import FAIL, QUESTION, SECRET, TOKEN, chat_server  # noqa: F401 (the fixture)
 
 from ragkit.server.chat.ollama_api import OLLAMA_VERSION
 from ragkit.server.chat.turns import model_names
@@ -81,7 +81,7 @@ def test_mode_by_model_name_or_prefix_is_the_mode_run(client, mode):
     assert "".join(p.response for p in streamed) == by_name.message.content
 
 
-def test_history_is_accepted(client):
+def test_history_and_system_prompt_reach_the_answer_call(client, chat_server):  # noqa: F811
     reply = client.chat(model="ragkit:naive", stream=False, messages=[
         {"role": "system", "content": "Answer in one line."},
         {"role": "user", "content": "/local Who is Gu Yao?"},
@@ -89,6 +89,19 @@ def test_history_is_accepted(client):
         {"role": "user", "content": QUESTION},
     ])
     assert reply.model == "ragkit:naive" and "### References" in reply.message.content
+    request = chat_server.llm.answers[-1]
+    assert request.prompt == QUESTION and "Answer in one line." in request.system
+    assert [(m.role, m.content) for m in request.history] == [
+        ("user", "Who is Gu Yao?"), ("assistant", "Gu Yao leads Project Haijia [1].")]
+
+
+def test_model_failure_is_an_error_without_secrets(client):
+    with pytest.raises(ollama.ResponseError) as err:
+        chat(client, f"{FAIL} {QUESTION}", stream=False)
+    assert err.value.status_code == 502 and "the model failed" in err.value.error and SECRET not in err.value.error
+    with pytest.raises(ollama.ResponseError) as err:  # headers were sent: the error is an NDJSON line
+        list(client.generate(model="ragkit:mix", prompt=f"{FAIL} {QUESTION}", stream=True))
+    assert "the model failed" in err.value.error and SECRET not in err.value.error
 
 
 def test_ndjson_last_line_has_structured_references(chat_server):  # noqa: F811

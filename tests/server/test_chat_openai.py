@@ -11,7 +11,7 @@ from __future__ import annotations
 import httpx
 import openai
 import pytest
-from chat_support import QUESTION, TOKEN, chat_server  # noqa: F401 (the fixture)
+from chat_support import FAIL, QUESTION, SECRET, TOKEN, chat_server  # noqa: F401 (the fixture)
 
 from ragkit.server.chat.turns import model_names
 
@@ -90,7 +90,7 @@ def test_bypass_retrieves_nothing(client):
     assert reply.model_extra["references"] == [] and "### References" not in reply.choices[0].message.content
 
 
-def test_conversation_history_and_system_prompt_are_accepted(client):
+def test_history_and_system_prompt_reach_the_answer_call(client, chat_server):  # noqa: F811
     reply = client.chat.completions.create(model="ragkit:local", messages=[
         {"role": "system", "content": "Answer in one line."},
         {"role": "user", "content": "/naive Who is Gu Yao?"},
@@ -99,6 +99,24 @@ def test_conversation_history_and_system_prompt_are_accepted(client):
     ], temperature=0.2, max_tokens=200)
     assert reply.model == "ragkit:local"
     assert_references_in_both_forms(reply.choices[0].message.content, reply.model_extra["references"])
+    request = chat_server.llm.answers[-1]
+    assert request.prompt == QUESTION and "Answer in one line." in request.system
+    assert [(m.role, m.content) for m in request.history] == [
+        ("user", "Who is Gu Yao?"), ("assistant", "Gu Yao leads Project Haijia [1].")]
+
+
+def test_model_failure_is_an_error_without_secrets(client, caplog):
+    caplog.set_level("WARNING", logger="ragkit.server.chat")
+    with pytest.raises(openai.APIStatusError) as err:
+        ask(client, f"{FAIL} {QUESTION}")
+    assert err.value.status_code == 502 and "the model failed" in err.value.body["message"]
+    assert SECRET not in str(err.value.body)
+    stream = client.chat.completions.create(
+        model="ragkit:mix", messages=[{"role": "user", "content": f"{FAIL} {QUESTION}"}], stream=True)
+    with pytest.raises(openai.APIError) as err:  # headers were sent: the error is an SSE event
+        list(stream)
+    assert "the model failed" in str(err.value) and SECRET not in str(err.value)
+    assert "the model failed" in caplog.text and SECRET not in caplog.text  # the server's log too
 
 
 def test_unknown_model_is_404_naming_the_models(client):
