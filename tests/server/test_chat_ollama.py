@@ -149,6 +149,8 @@ def test_invalid_body_names_the_field(chat_server):  # noqa: F811
                    headers=AUTH)
     assert r.status_code == 400 and "messages.0.role" in r.json()["error"]
     assert list(r.json()) == ["error"]
+    form = httpx.post(f"{chat_server.url}/api/chat", content=b'{"model": "ragkit:mix"}', headers=AUTH)
+    assert form.status_code == 400 and "Content-Type: application/json" in form.json()["error"]
 
 
 def test_wrong_key_is_refused(chat_server):  # noqa: F811

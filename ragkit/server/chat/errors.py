@@ -105,6 +105,10 @@ def validation_error(errors: Any) -> ChatError:
     """FastAPI's validation errors as one message naming each field and what is wrong."""
     parts, first = [], None
     for err in errors:
+        if tuple(err.get("loc", ())) == ("body",) and err.get("type") != "missing":
+            # Not a JSON object; JSON only, so that a browser page cannot post here without CORS consent.
+            return ChatError(400, "the body must be a JSON object sent with 'Content-Type: application/json'",
+                             param="body", code="invalid_body")
         where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
         first = first or where
         parts.append(f"{where}: {err.get('msg', 'invalid')}")
