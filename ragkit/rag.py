@@ -45,6 +45,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import ValidationError
 
+from ragkit.access import AccessList, Principal
 from ragkit._loop_thread import LoopThread, await_on, call_on, iterate_on, relay_from, running_loop
 from ragkit.backends import build_model
 from ragkit.core.llm_cache import CachedLLM
@@ -59,7 +60,8 @@ from ragkit.pipeline.load import LoadReport, load_documents
 from ragkit.plugins import create_model
 from ragkit.protocols import LLM, Embedder, Reranker, Tokenizer
 from ragkit.query.engine import Querier
-from ragkit.schema import DocStatus, Document, QueryParam, QueryResult
+from ragkit.query.graph_read import EntityInfo, RelationInfo, GraphReader
+from ragkit.schema import DocStatus, Document, QueryParam, QueryResult, Subgraph
 from ragkit.settings import Settings, load_settings
 
 P = ParamSpec("P")
@@ -295,13 +297,19 @@ class RAG:
         *,
         paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
         documents: Document | Iterable[Document] | None = None,
+        access: AccessList | None = None,
     ) -> tuple[LoadReport, IndexReport]:
         """Index ``texts`` (each string is a document's content, never a path),
         the files and folders in ``paths`` and ready ``documents``; returns the
-        load and index reports."""
+        load and index reports. ``access``: who may read the inputs that carry
+        no list of their own (``ragkit.access``; none: everyone, or the list a
+        document already had)."""
         loaded = load_documents(_inputs(texts, paths, documents))
+        docs = loaded.documents
+        if access is not None:
+            docs = [d if d.access is not None else d.model_copy(update={"access": access}) for d in docs]
         await self.aopen()
-        return loaded, await self.indexer().insert(loaded.documents)
+        return loaded, await self.indexer().insert(docs)
 
     @_on_home_loop
     async def adelete(self, targets: str | Iterable[str]) -> list[str]:
@@ -315,12 +323,14 @@ class RAG:
 
     @_on_home_loop
     async def adocuments(
-        self, status: DocStatus | str | None = None, limit: int = 100, cursor: str | None = None
+        self, status: DocStatus | str | None = None, limit: int = 100, cursor: str | None = None,
+        *, principal: Principal | None = None,
     ) -> DocumentPage:
         """One page of documents (id, path, status, chunks, error, times);
-        ``next_cursor`` fetches the next."""
+        ``next_cursor`` fetches the next. With ``principal``: only the
+        documents it may read, and ``total`` counts only those."""
         await self.aopen()
-        return await list_documents(self.stores, status, limit, cursor)
+        return await list_documents(self.stores, status, limit, cursor, principal=principal)
 
     @_on_home_loop
     async def astatus(self) -> dict[str, int]:
@@ -334,30 +344,74 @@ class RAG:
         return Querier(self.stores, self.llm, self.embedder, self.tokenizer, self.reranker)
 
     @_on_home_loop
-    async def aquery(self, question: str, param: QueryParam | None = None, **options: Any) -> QueryResult:
+    async def aquery(
+        self, question: str, param: QueryParam | None = None, *, principal: Principal | None = None, **options: Any
+    ) -> QueryResult:
         """Answer ``question``; ``options`` are QueryParam fields (``mode="local"``).
-        With ``stream=True``, ``result.stream`` is an async iterator of answer pieces."""
+        With ``stream=True``, ``result.stream`` is an async iterator of answer pieces.
+        With ``principal``, every stage sees only the documents it may read
+        (``doc_ids``/``doc_filter`` narrow that further, never widen it)."""
         # Validated as one model, so options given as keywords are checked too.
         try:
             param = QueryParam.model_validate({**(param or QueryParam()).model_dump(), **options})
         except ValidationError as exc:
             raise InvalidValueError(f"query parameters: {describe_validation_error(exc)}") from None
         await self.aopen()
-        return await self.querier().query(question, param)
+        return await self.querier().query(question, param, principal=principal)
 
-    def query(self, question: str, param: QueryParam | None = None, **options: Any) -> QueryResult:
+    def query(
+        self, question: str, param: QueryParam | None = None, *, principal: Principal | None = None, **options: Any
+    ) -> QueryResult:
         """Sync form of ``aquery``; with ``stream=True``, ``result.stream`` is a
         plain iterator of answer pieces (``answer`` is set once it ends)."""
-        result = self._wait(self.aquery(question, param, **options))
+        result = self._wait(self.aquery(question, param, principal=principal, **options))
         if result.stream is not None:
             result.stream = iterate_on(self._loop_for_sync(), result.stream)
         return result
+
+    # -- graph reads (``query/graph_read.py``) ---------------------------------------
+
+    def graph_reader(self, principal: Principal | None = None) -> GraphReader:
+        return GraphReader(self.stores, principal)
+
+    @_on_home_loop
+    async def asearch_entities(self, text: str, *, limit: int = 20, principal: Principal | None = None) -> list[str]:
+        """Entity keys whose name contains ``text`` (case-insensitive), best match first."""
+        await self.aopen()
+        return await self.graph_reader(principal).search_entities(text, limit)
+
+    @_on_home_loop
+    async def aentity(self, name: str, *, principal: Principal | None = None) -> EntityInfo | None:
+        """One entity's properties, degree and source documents and chunks;
+        ``None`` when there is none (or ``principal`` may read none of its sources)."""
+        await self.aopen()
+        return await self.graph_reader(principal).entity(name)
+
+    @_on_home_loop
+    async def arelation(self, source: str, target: str, *, principal: Principal | None = None) -> RelationInfo | None:
+        """One relation (either direction) with its sources, or ``None``."""
+        await self.aopen()
+        return await self.graph_reader(principal).relation(source, target)
+
+    @_on_home_loop
+    async def asubgraph(
+        self, name: str, *, depth: int = 1, max_nodes: int = 100, max_edges: int = 200,
+        principal: Principal | None = None,
+    ) -> Subgraph:
+        """The neighbourhood of an entity, breadth first, cut at ``max_nodes`` and
+        ``max_edges`` (``truncated`` says so); empty when there is no such entity."""
+        await self.aopen()
+        return await self.graph_reader(principal).subgraph(name, depth, max_nodes, max_edges)
 
     open = _sync(aopen)
     insert = _sync(ainsert)
     delete = _sync(adelete)
     documents = _sync(adocuments)
     status = _sync(astatus)
+    search_entities = _sync(asearch_entities)
+    entity = _sync(aentity)
+    relation = _sync(arelation)
+    subgraph = _sync(asubgraph)
 
     # -- graph editing and export ------------------------------------------------
 
@@ -412,10 +466,13 @@ class RAG:
         return await self._edit("insert_custom_kg", CustomKG.model_validate(kg))
 
     @_on_home_loop
-    async def aexport(self, path: str | Path, format: str | None = None) -> ExportSummary:
-        """Needs no LLM: it only reads the stores."""
+    async def aexport(
+        self, path: str | Path, format: str | None = None, *, principal: Principal | None = None
+    ) -> ExportSummary:
+        """Needs no LLM: it only reads the stores. With ``principal``: only what
+        the documents it may read support, descriptions recomputed from them."""
         await self.aopen()
-        return await export_graph(self.stores, path, format)
+        return await export_graph(self.stores, path, format, principal=principal)
 
     create_entity = _sync(acreate_entity)
     edit_entity = _sync(aedit_entity)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragkit import ids
+from ragkit.access import AccessList
 from ragkit.errors import RagkitError
 
 JSONScalar = str | int | float | bool
@@ -118,6 +119,8 @@ class DocStatusRecord(BaseModel):
     file_path: str | None = None
     content_length: int = 0
     metadata: dict[str, JSONScalar] = Field(default_factory=dict)
+    access: AccessList | None = None
+    """Who may read the document (``ragkit.access``); ``None``: everyone in the workspace."""
 
     @field_validator("created_at", "updated_at")
     @classmethod
@@ -141,6 +144,8 @@ class Document(Frozen):
     content: str
     file_path: str | None = None
     metadata: dict[str, JSONScalar] = Field(default_factory=dict)
+    access: AccessList | None = None
+    """Who may read it (``ragkit.access``); ``None``: everyone in the workspace."""
 
     @classmethod
     def from_text(

@@ -61,10 +61,12 @@ async def _index(args: argparse.Namespace) -> dict:
     from ragkit.pipeline.load import load_documents
 
     loaded = load_documents(_as_paths(args.paths))
+    access = _access(args)
+    documents = [d.model_copy(update={"access": access}) for d in loaded.documents] if access else loaded.documents
     progress = ProgressLine(len(loaded.documents), lambda: rag._cached_llm.stats if rag._cached_llm else None)
     rag.progress = progress
     async with rag:
-        report = await rag.indexer().insert(loaded.documents)
+        report = await rag.indexer().insert(documents)
         counts = await rag.astatus()
         nodes, edges = await rag.stores.graph.node_count(), await rag.stores.graph.edge_count()
     if progress.enabled:
@@ -83,6 +85,19 @@ async def _index(args: argparse.Namespace) -> dict:
         "status": counts,
         "graph": {"entities": nodes, "relations": edges},
     }
+
+
+def _access(args: argparse.Namespace):
+    """The access list of ``--allow-user``/``--allow-group``, or ``None``; a bad name is a usage error."""
+    from pydantic import ValidationError
+
+    from ragkit.access import access_list
+    from ragkit.errors import InvalidValueError, describe_validation_error
+
+    try:
+        return access_list(getattr(args, "allow_user", None), getattr(args, "allow_group", None))
+    except ValidationError as exc:
+        raise InvalidValueError(f"--allow-user/--allow-group: {describe_validation_error(exc)}") from None
 
 
 def _as_paths(args: list[str]) -> list[Path | str]:

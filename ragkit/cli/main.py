@@ -37,6 +37,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", help="files or folders")
     p.add_argument("--dry-run", action="store_true", help="build every prompt and report the cost; call no LLM, write nothing")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--allow-user", action="append", default=[], metavar="NAME",
+                   help="only this user (repeatable) and the allowed groups may read these documents")
+    p.add_argument("--allow-group", action="append", default=[], metavar="NAME",
+                   help="only members of this group (repeatable) and the allowed users may read these documents")
     p.set_defaults(run="ragkit.cli.index_cmd")
 
     p = sub.add_parser("export", help="export the graph and its sources (JSON, GraphML, CSV)")

@@ -12,7 +12,7 @@ recompute a description from the in-scope fragments only.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
@@ -75,6 +75,16 @@ def relation_properties(key: Pair, fragments: Sequence[Fragment]) -> dict:
         "weight": float(sum(r.strength for r in rels)),  # type: ignore[union-attr]
         "source_ids": sorted({f.chunk_id for f in fragments}),
     }
+
+
+def entity_text(props: Mapping) -> str:
+    """What an entity's vector embeds: its name and description."""
+    return f"{props['name']}\n{props['description']}"
+
+
+def relation_text(props: Mapping) -> str:
+    """What a relation's vector embeds: keywords, endpoints and description."""
+    return f"{props['keywords']}\t{props['source']}\n{props['target']}\n{props['description']}"
 
 
 def majority(values: Iterable[str]) -> str:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from ragkit.core.text import clean
+from ragkit.ids import digest
 from ragkit.protocols import LLM, ChatRequest, KVStore
 
 T = TypeVar("T")
@@ -106,14 +107,16 @@ class CachedLLM:
         self.semaphore = PrioritySemaphore(max_concurrency)
         self.stats = LLMStats()
 
-    async def complete(self, request: ChatRequest, *, use_cache: bool = True) -> str:
+    async def complete(self, request: ChatRequest, *, use_cache: bool = True, scope: str | None = None) -> str:
+        """``scope`` names the documents the request may draw on (a query's
+        ``Scope.key``): answers cached for one scope never serve another."""
         if use_cache:
-            hit = await self._cached(request)
+            hit = await self._cached(request, scope)
             if hit is not None:
                 return hit
         text = await self._ask(request)
         if use_cache:
-            await self._store(request, text)
+            await self._store(request, text, scope)
         return text
 
     async def complete_checked(self, request: ChatRequest, check: Callable[[str], T]) -> T:
@@ -134,10 +137,14 @@ class CachedLLM:
         await self._store(request, text)
         return result
 
-    async def _cached(self, request: ChatRequest) -> str | None:
+    def _key(self, request: ChatRequest, scope: str | None = None) -> str:
+        key = request.cache_key(self.llm.model_id)
+        return key if scope is None else digest(key, scope)
+
+    async def _cached(self, request: ChatRequest, scope: str | None = None) -> str | None:
         if self.cache is None:
             return None
-        hit = await self.cache.get(request.cache_key(self.llm.model_id))
+        hit = await self.cache.get(self._key(request, scope))
         if hit is None:
             return None
         self.stats.cache_hits[request.role] += 1
@@ -151,10 +158,10 @@ class CachedLLM:
         self.stats.output_tokens[request.role] += completion.usage.output_tokens
         return clean(completion.text)
 
-    async def _store(self, request: ChatRequest, text: str) -> None:
+    async def _store(self, request: ChatRequest, text: str, scope: str | None = None) -> None:
         if self.cache is not None:
             await self.cache.upsert({
-                request.cache_key(self.llm.model_id):
+                self._key(request, scope):
                     {"text": text, "model_id": self.llm.model_id, "role": request.role}
             })
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from ragkit.access import Principal, allows
 from ragkit.errors import DocumentNotFoundError, InvalidValueError
 from ragkit.core.stores import Stores
 from ragkit.schema import DocStatus, DocStatusRecord
@@ -84,18 +85,48 @@ def parse_status(value: DocStatus | str | None) -> DocStatus | None:
 
 
 async def list_documents(
-    stores: Stores, status: DocStatus | str | None = None, limit: int = 100, cursor: str | None = None
+    stores: Stores, status: DocStatus | str | None = None, limit: int = 100, cursor: str | None = None,
+    *, principal: Principal | None = None,
 ) -> DocumentPage:
-    """One page of documents ordered by id, of one status or all."""
+    """One page of documents ordered by id, of one status or all; with a
+    principal, of the documents it may read only (``total`` too: counting them
+    reads every record of the status)."""
     status = parse_status(status)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise InvalidValueError(f"the page size must be 1 to {MAX_PAGE}, got {limit!r}; page on with the cursor")
+    if principal is not None:
+        return await _readable_page(stores, status, limit, cursor, principal)
     page = await stores.doc_status.list_page(status, limit, cursor)
     counts = await stores.doc_status.counts()
     total = counts.get(status, 0) if status is not None else sum(counts.values())
     return DocumentPage(
         documents=[DocumentRow.of(r) for r in page.items], next_cursor=page.next_cursor, total=total
     )
+
+
+async def _readable_page(
+    stores: Stores, status: DocStatus | None, limit: int, cursor: str | None, principal: Principal
+) -> DocumentPage:
+    rows: list[DocumentRow] = []
+    total, more, after = 0, False, None
+    scan = None
+    while True:  # one pass: the page after ``cursor``, and the count of all
+        page = await stores.doc_status.list_page(status, _SCAN_PAGE, scan)
+        for record in page.items:
+            if not allows(record.access, principal):
+                continue
+            total += 1
+            if cursor is not None and record.id <= cursor:
+                continue
+            if len(rows) < limit:
+                rows.append(DocumentRow.of(record))
+                after = record.id
+            else:
+                more = True
+        if page.next_cursor is None:
+            break
+        scan = page.next_cursor
+    return DocumentPage(documents=rows, next_cursor=after if more else None, total=total)
 
 
 class Resolution(BaseModel):

@@ -28,6 +28,8 @@ from typing import IO, Any, Literal, get_args
 
 from pydantic import BaseModel
 
+from ragkit.access import Principal
+from ragkit.core.scope import Restrictor, ScopedGraph, resolve_scope
 from ragkit.core.stores import Stores
 from ragkit.errors import ExportError
 from ragkit.schema import Edge, Node
@@ -72,11 +74,17 @@ def resolve_format(path: Path, format: str | None = None) -> Format:
     )
 
 
-async def export_graph(stores: Stores, path: str | Path, format: str | None = None) -> ExportSummary:
+async def export_graph(
+    stores: Stores, path: str | Path, format: str | None = None, *, principal: Principal | None = None
+) -> ExportSummary:
+    """With a principal: only what the documents it may read support, as its
+    queries see it (``core/scope.py``), and only their chunks."""
     path = Path(path)
     fmt = resolve_format(path, format)
     writer = {"json": _json, "graphml": _graphml, "csv": _csv}[fmt]
-    entities, relations, chunks, *escaped = await writer(stores, path)  # only GraphML escapes
+    scope = await resolve_scope(stores, None, None, principal)
+    reads = _Reads(stores, scope, ScopedGraph(stores.graph, Restrictor(stores, scope)) if scope else None)
+    entities, relations, chunks, *escaped = await writer(reads, path)  # only GraphML escapes
     return ExportSummary(
         format=fmt, path=str(path), entities=entities, relations=relations, chunks=chunks,
         escaped_values=sum(escaped),
@@ -86,7 +94,7 @@ async def export_graph(stores: Stores, path: str | Path, format: str | None = No
 # -- JSON ---------------------------------------------------------------------------
 
 
-async def _json(stores: Stores, path: Path) -> tuple[int, int, int]:
+async def _json(stores: _Reads, path: Path) -> tuple[int, int, int]:
     cited: set[str] = set()
     with _open(path) as fh:
         fh.write('{"format": "ragkit-graph", "version": 1,\n"nodes": ')
@@ -112,7 +120,7 @@ async def _json_array(fh: IO[str], items: AsyncIterator[dict]) -> int:
 # -- GraphML --------------------------------------------------------------------------
 
 
-async def _graphml(stores: Stores, path: Path) -> tuple[int, int, int, int]:
+async def _graphml(stores: _Reads, path: Path) -> tuple[int, int, int, int]:
     import networkx as nx  # only this format needs it
 
     xml = _XmlText()
@@ -152,7 +160,7 @@ class _XmlText:
 # -- CSV ----------------------------------------------------------------------------------
 
 
-async def _csv(stores: Stores, folder: Path) -> tuple[int, int, int]:
+async def _csv(stores: _Reads, folder: Path) -> tuple[int, int, int]:
     if folder.exists() and not folder.is_dir():
         raise ExportError(f"{folder} is a file; CSV export writes a folder (or use --format json|graphml)")
     folder.mkdir(parents=True, exist_ok=True)
@@ -191,29 +199,65 @@ def _open(path: Path) -> IO[str]:
     return path.open("w", encoding="utf-8", newline="")
 
 
-async def _nodes(stores: Stores, cited: set[str]) -> AsyncIterator[Node]:
+class _Reads:
+    """The stores as the export reads them: all of them, or a scope's view."""
+
+    def __init__(self, stores: Stores, scope: Any = None, view: Any = None) -> None:
+        self.stores = stores
+        self.scope = scope
+        self.view = view
+
+
+async def _nodes(reads: _Reads, cited: set[str]) -> AsyncIterator[Node]:
     """Every node, adding its source chunks to ``cited`` on the way."""
-    async for node in stores.graph.nodes():
-        cited.update(map(str, node.properties.get("source_ids", [])))  # type: ignore[arg-type]
-        yield node
+    async for batch in _batches(reads.stores.graph.nodes()):
+        if reads.view is not None:
+            scoped = await reads.view.restrict_nodes([(n.id, n.properties) for n in batch])
+            batch = [Node(id=n.id, properties=p) for n, p in zip(batch, scoped) if p is not None]
+        for node in batch:
+            cited.update(map(str, node.properties.get("source_ids", [])))  # type: ignore[arg-type]
+            yield node
 
 
-async def _edges(stores: Stores, cited: set[str]) -> AsyncIterator[Edge]:
-    async for edge in stores.graph.edges():
-        cited.update(map(str, edge.properties.get("source_ids", [])))  # type: ignore[arg-type]
-        yield edge
+async def _edges(reads: _Reads, cited: set[str]) -> AsyncIterator[Edge]:
+    async for batch in _batches(reads.stores.graph.edges()):
+        if reads.view is not None:
+            scoped = await reads.view.restrict_edges([(e.key, e.properties) for e in batch])
+            batch = [Edge(source=e.source, target=e.target, properties=p) for e, p in zip(batch, scoped) if p is not None]
+        for edge in batch:
+            cited.update(map(str, edge.properties.get("source_ids", [])))  # type: ignore[arg-type]
+            yield edge
+
+
+async def _batches(items: AsyncIterator[Any]) -> AsyncIterator[list[Any]]:
+    batch = []
+    async for item in items:
+        batch.append(item)
+        if len(batch) == _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _flat(properties: dict[str, Any]) -> dict[str, Any]:
     return {k: LIST_SEPARATOR.join(map(str, v)) if isinstance(v, list) else v for k, v in properties.items()}
 
 
-async def _chunks(stores: Stores, ids: Iterable[str]) -> AsyncIterator[dict]:
+async def _chunks(reads: _Reads, ids: Iterable[str]) -> AsyncIterator[dict]:
     """Cited chunks in id order; a cited chunk that is missing is skipped
-    (``ragkit check`` reports it)."""
+    (``ragkit check`` reports it). A scope's chunks are attributed to its documents."""
     ordered = sorted(ids)
     for i in range(0, len(ordered), _BATCH):
         batch = ordered[i : i + _BATCH]
-        for cid, rec in zip(batch, await stores.chunks.get_many(batch)):
-            if rec is not None:
-                yield {"id": cid, **{k: rec.get(k) for k in CHUNK_COLUMNS[1:]}}
+        for cid, rec in zip(batch, await reads.stores.chunks.get_many(batch)):
+            if rec is None:
+                continue
+            row = {"id": cid, **{k: rec.get(k) for k in CHUNK_COLUMNS[1:]}}
+            if reads.scope is not None:
+                owner = reads.scope.owners.get(cid)
+                if owner is None:
+                    continue
+                if row["doc_id"] not in reads.scope.doc_ids:
+                    row["doc_id"], row["file_path"] = owner
+            yield row

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ragkit import ids
-from ragkit.core.extraction import ChunkExtraction, Fragment
+from ragkit.core.extraction import ChunkExtraction, Fragment, entity_text, relation_text
 from ragkit.core.keys import Pair, entity_key, relation_key
 from ragkit.core.stores import Stores
 from ragkit.pipeline.merge import Merger
@@ -135,7 +135,7 @@ class GraphUpdater:
 
 async def write_entity_vectors(stores: Stores, embedder: Embedder, items: list[tuple[str, dict]]) -> None:
     """Embed "name + description" of each (node key, properties)."""
-    vectors = await embed_all(embedder, [f"{p['name']}\n{p['description']}" for _, p in items])
+    vectors = await embed_all(embedder, [entity_text(p) for _, p in items])
     await stores.entity_vectors.upsert(
         [ids.entity_id(k) for k, _ in items], vectors, [{"key": k, "name": p["name"]} for k, p in items]
     )
@@ -143,7 +143,7 @@ async def write_entity_vectors(stores: Stores, embedder: Embedder, items: list[t
 
 async def write_relation_vectors(stores: Stores, embedder: Embedder, items: list[tuple[Pair, dict]]) -> None:
     """Embed keywords, endpoints and description of each (edge key, properties)."""
-    texts = [f"{p['keywords']}\t{p['source']}\n{p['target']}\n{p['description']}" for _, p in items]
+    texts = [relation_text(p) for _, p in items]
     vectors = await embed_all(embedder, texts)
     await stores.relation_vectors.upsert(
         [ids.relation_id(*k) for k, _ in items], vectors, [{"source": a, "target": b} for (a, b), _ in items]

@@ -97,12 +97,17 @@ class Indexer:
         """Skip what is already processed; record the rest as pending."""
         unique = list({d.id: d for d in documents}.values())
         existing = await self.stores.doc_status.get([d.id for d in unique])
+        unique = await self._keep_access(unique, existing)
         todo: list[Document] = []
+        relisted: list[DocStatusRecord] = []
         for doc, status in zip(unique, existing):
             if status is not None and status.status is DocStatus.PROCESSED:
                 report.skipped.append(doc.id)
+                if status.access != doc.access:  # who may read it changed: no re-indexing needed
+                    relisted.append(status.model_copy(update={"access": doc.access, "updated_at": utcnow()}))
                 continue
             todo.append(doc)
+        await self.stores.doc_status.upsert(relisted)
         now = utcnow()
         await self.stores.full_docs.upsert(
             {d.id: {"content": d.content, "file_path": d.file_path, "metadata": d.metadata} for d in todo}
@@ -111,11 +116,30 @@ class Indexer:
             DocStatusRecord(
                 id=d.id, status=DocStatus.PENDING, created_at=now, updated_at=now,
                 content_hash=d.id, file_path=d.file_path, content_length=len(d.content),
-                metadata=d.metadata,
+                metadata=d.metadata, access=d.access,
             )
             for d in todo
         )
         return todo
+
+    async def _keep_access(self, docs: list[Document], existing: list[DocStatusRecord | None]) -> list[Document]:
+        """A document given without an access list keeps the one it had, or the
+        one of the version indexed before from the same path: re-indexing a
+        folder without its flags must not make its documents readable by all
+        (an empty ``AccessList()`` does that on purpose)."""
+        paths = [d.file_path for d, r in zip(docs, existing) if d.access is None and r is None and d.file_path]
+        old = dict(zip(paths, await self.stores.doc_paths.get_many(paths))) if paths else {}
+        old_ids = sorted({rec["doc_id"] for rec in old.values() if rec})
+        old_access = {r.id: r.access for r in await self.stores.doc_status.get(old_ids) if r is not None}
+        out = []
+        for doc, record in zip(docs, existing):
+            access = doc.access
+            if access is None and record is not None:
+                access = record.access
+            elif access is None and doc.file_path and old.get(doc.file_path):
+                access = old_access.get(old[doc.file_path]["doc_id"])
+            out.append(doc if access == doc.access else doc.model_copy(update={"access": access}))
+        return out
 
     async def _run(self, todo: list[Document], report: IndexReport) -> None:
         queue: asyncio.Queue[DocOutcome] = asyncio.Queue()

@@ -14,7 +14,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ragkit.access import Principal
 from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.scope import Restrictor, Scope, resolve_scope
 from ragkit.core.stores import Stores
 from ragkit.core.tokens import request_tokens
 from ragkit.errors import ConfigError, InvalidValueError
@@ -26,7 +28,6 @@ from ragkit.query.counting import TokenCounts
 from ragkit.query.items import ChunkItem, round_robin
 from ragkit.query.keywords import Keywords, extract_keywords
 from ragkit.query.modes import Found, QueryMode, chunk_items
-from ragkit.query.scope import Restrictor, resolve_scope
 from ragkit.query.search import Searcher
 from ragkit.schema import QueryParam, QueryResult, Reference
 
@@ -47,12 +48,18 @@ class Querier:
         self.reranker = reranker
         self.counts = TokenCounts.of(tokenizer)  # kept across this querier's queries
 
-    async def query(self, question: str, param: QueryParam | None = None) -> QueryResult:
+    async def query(
+        self, question: str, param: QueryParam | None = None, *, principal: Principal | None = None
+    ) -> QueryResult:
+        """With ``principal``: every stage sees only the documents it may read
+        (``ragkit.access``), narrowed by ``doc_ids``/``doc_filter``."""
         param = param or QueryParam()
         if not question.strip():
             raise InvalidValueError("the question is empty; ask something")
         mode = self._mode(param)
         run = _Run(param)
+        scope = await resolve_scope(self.stores, param.doc_ids, param.doc_filter, principal)
+        run.cache_scope = scope.key if scope is not None else None
         if not mode.retrieves:
             return await self._answer(question, param, run, build_bypass_request(
                 question, history=param.history, response_type=param.response_type, language=param.language
@@ -63,7 +70,7 @@ class Querier:
                 keywords = await self._keywords(question, param, run)
             run.meta.update(keywords=keywords.model_dump())
         with run.stage("search"):
-            searcher = await self._searcher(param)
+            searcher = self._searcher(scope)
             found = await self._search(mode, question, param, keywords, searcher)
         with run.stage("chunks"):
             candidates = await self._candidates(mode, question, param, found, searcher)
@@ -94,8 +101,7 @@ class Querier:
             run.cache_hits.append("keywords")
         return keywords
 
-    async def _searcher(self, param: QueryParam) -> Searcher:
-        scope = await resolve_scope(self.stores, param.doc_ids, param.doc_filter)
+    def _searcher(self, scope: Scope | None) -> Searcher:
         restrictor = Restrictor(self.stores, scope) if scope else None
         return Searcher(self.stores, self.embedder, scope, restrictor)
 
@@ -120,6 +126,8 @@ class Querier:
         if param.chunk_ranking == "similarity" and graph_chunks:
             await self._by_similarity(await searcher.embed(question), graph_chunks)
         merged = round_robin(graph_chunks, found.chunks)
+        if searcher.scope is not None:  # whatever a mode found: in-scope chunks, cited as in-scope documents
+            merged = searcher.scope.own(merged)
         if self.reranker is not None and param.enable_rerank and merged:
             scores = await self.reranker.scores(question, [c.content for c in merged])
             order = sorted(range(len(merged)), key=lambda i: (-float(scores[i]), i))
@@ -169,7 +177,8 @@ class Querier:
         use_cache = not param.history  # a conversation's answers depend on more than this request
         hits = self.llm.stats.cache_hits["answer"]
         with run.stage("answer"):
-            result.answer = await self.llm.complete(request, use_cache=use_cache)
+            # Answers are kept per scope: one principal's never serves another's.
+            result.answer = await self.llm.complete(request, use_cache=use_cache, scope=run.cache_scope)
         if self.llm.stats.cache_hits["answer"] > hits:
             run.cache_hits.append("answer")
         return run.finish(result)
@@ -193,6 +202,7 @@ class _Run:
         self.timings: dict[str, float] = {}
         self.cache_hits: list[str] = []
         self.meta: dict = {}
+        self.cache_scope: str | None = None
         self.started = time.perf_counter()
 
     @contextmanager

@@ -9,6 +9,16 @@
 
 Graph neighbourhoods are ranked by degree, then weight. Vector hits keep their
 own index's similarity; graph-found items have no score.
+
+Scoped (``doc_ids``, ``doc_filter``, a principal): every graph read goes
+through the scope's ``ScopedGraph``, so items, descriptions, degrees and walks
+count in-scope sources only. Entity and relation vectors embed descriptions
+merged from *all* sources, so a hit whose description the scope recomputed is
+re-scored against the recomputed text, embedded fresh (the same text its vector
+would hold if only the in-scope documents existed), and kept only if that score
+still reaches the search's cut-off (the lowest score the index returned, when
+it returned all it was asked for); the rest keep their stored scores, which
+only in-scope text shaped. See docs/architecture.md, "Document access control".
 """
 
 from __future__ import annotations
@@ -18,11 +28,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ragkit.core.extraction import entity_text, relation_text
+from ragkit.core.scope import Restrictor, Scope, ScopedGraph
 from ragkit.core.stores import Stores
 from ragkit.protocols import Embedder
+from ragkit.schema import VectorHit
 from ragkit.query import ppr
 from ragkit.query.items import ChunkItem, EntityItem, Pair, RelationItem
-from ragkit.query.scope import Restrictor, Scope
 
 OVERSAMPLE = 4
 """A scoped search asks each index for this many times ``top_k``: hits outside
@@ -41,6 +53,17 @@ class Searcher:
     scope: Scope | None = None
     restrictor: Restrictor | None = None
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    view: ScopedGraph | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.scope is not None:
+            self.view = ScopedGraph(self.stores.graph, self.restrictor or Restrictor(self.stores, self.scope))
+
+    @property
+    def graph(self):
+        """The graph as this query may see it: a mode reading the graph itself
+        reads it here, never through ``stores.graph``, to stay scoped."""
+        return self.view if self.view is not None else self.stores.graph
 
     async def embed_all(self, texts: Iterable[str]) -> None:
         """Embed every text the query will search with in one call: a model's
@@ -58,31 +81,35 @@ class Searcher:
     async def local(self, keywords: list[str], top_k: int) -> tuple[list[EntityItem], list[RelationItem]]:
         if not keywords:
             return [], []
-        hits = await self.stores.entity_vectors.query(await self.embed(keyword_text(keywords)), self._k(top_k))
+        query = await self.embed(keyword_text(keywords))
+        hits = await self.stores.entity_vectors.query(query, self._k(top_k))
         keys = [str(h.metadata.get("key", "")) for h in hits]
-        nodes = await self.stores.graph.get_nodes(keys)
-        degrees = await self.stores.graph.degrees(keys)
+        nodes = await self.graph.get_nodes(keys)
         entities = [
-            EntityItem(props, "entity_vectors", h.score, degree, key=key)
-            for key, props, h, degree in zip(keys, nodes, hits, degrees)
+            EntityItem(props, "entity_vectors", h.score, key=key)
+            for key, props, h in zip(keys, nodes, hits)
             if props is not None
         ]
-        entities = (await self._restrict_entities(entities))[:top_k]
+        entities = (await self._rescore(entities, hits, self._k(top_k), query, entity_text))[:top_k]
+        for entity, degree in zip(entities, await self.graph.degrees([e.key for e in entities])):
+            entity.degree = degree
         return entities, await self._edges_of([e.key for e in entities])
 
     async def global_(self, keywords: list[str], top_k: int) -> tuple[list[EntityItem], list[RelationItem]]:
         if not keywords:
             return [], []
-        hits = await self.stores.relation_vectors.query(await self.embed(keyword_text(keywords)), self._k(top_k))
+        query = await self.embed(keyword_text(keywords))
+        hits = await self.stores.relation_vectors.query(query, self._k(top_k))
         pairs: list[Pair] = [(str(h.metadata.get("source", "")), str(h.metadata.get("target", ""))) for h in hits]
-        edges = await self.stores.graph.get_edges(pairs)
-        degrees = await self.stores.graph.edge_degrees(pairs)
+        edges = await self.graph.get_edges(pairs)
         relations = [
-            RelationItem(props, "relation_vectors", h.score, degree, key=pair)
-            for pair, props, h, degree in zip(pairs, edges, hits, degrees)
+            RelationItem(props, "relation_vectors", h.score, key=pair)
+            for pair, props, h in zip(pairs, edges, hits)
             if props is not None
         ]
-        relations = (await self._restrict_relations(relations))[:top_k]
+        relations = (await self._rescore(relations, hits, self._k(top_k), query, relation_text))[:top_k]
+        for relation, degree in zip(relations, await self.graph.edge_degrees([r.key for r in relations])):
+            relation.degree = degree
         return await self._endpoints(relations), relations
 
     async def chunks(self, question: str, top_k: int) -> list[ChunkItem]:
@@ -104,67 +131,91 @@ class Searcher:
         # query-entity linking); the high-level ones only stand in for none.
         await self.embed_all([*low, keyword_text(high)] if high else low)
         for keyword in low:
-            found = await self.stores.entity_vectors.query(self.vectors[keyword], self._k(ppr.SEEDS_PER_KEYWORD))
-            hits += [(str(h.metadata.get("key", "")), h.score) for h in found]
+            hits += await self._seeds(self.vectors[keyword], ppr.SEEDS_PER_KEYWORD)
         if high and not hits:
-            found = await self.stores.relation_vectors.query(self.vectors[keyword_text(high)], self._k(top_k))
-            hits += [(str(h.metadata.get(end, "")), h.score) for h in found for end in ("source", "target")]
-        seed_props = await self.stores.graph.get_nodes([k for k, _ in hits])
+            query = self.vectors[keyword_text(high)]
+            found = await self.stores.relation_vectors.query(query, self._k(top_k))
+            pairs = [(str(h.metadata.get("source", "")), str(h.metadata.get("target", ""))) for h in found]
+            items = [RelationItem(p, "", h.score, key=pair)
+                     for pair, p, h in zip(pairs, await self.graph.get_edges(pairs), found) if p is not None]
+            items = (await self._rescore(items, found, self._k(top_k), query, relation_text))[:top_k]
+            hits += [(end, float(r.score or 0.0)) for r in items for end in r.key]
+        seed_props = await self.graph.get_nodes([k for k, _ in hits])
         seeds = ppr.seed_weights([(k, s, len(p.get("source_ids", []))) for (k, s), p in zip(hits, seed_props) if p])
         if not seeds:
             return [], [], []
-        nodes, edges = await ppr.neighbourhood(self.stores.graph, list(seeds))
+        nodes, edges = await ppr.neighbourhood(self.graph, list(seeds))
         scores = ppr.personalized_pagerank(nodes, edges, seeds)
         ranked = sorted(scores, key=lambda k: (-ppr.tie(scores[k]), k))[: top_k * ppr.SCORED_PER_KEPT]
-        props = dict(zip(ranked, await self.stores.graph.get_nodes(ranked)))
+        props = dict(zip(ranked, await self.graph.get_nodes(ranked)))
         entities = [EntityItem(props[k], "ppr", scores[k], key=k) for k in ranked if props[k] is not None]
-        entities = await self._restrict_entities(entities)
         chunks = ppr.chunk_scores(scores, {e.key: e.sources for e in entities})
         entities = entities[:top_k]
-        degree = dict(zip([e.key for e in entities], await self.stores.graph.degrees([e.key for e in entities])))
+        degree = dict(zip([e.key for e in entities], await self.graph.degrees([e.key for e in entities])))
         for entity in entities:
             entity.degree = degree[entity.key]
         pairs = sorted((p for p in edges if p[0] in degree and p[1] in degree),
                        key=lambda p: (-ppr.tie(scores[p[0]] + scores[p[1]]), p))[:top_k]
         relations = [
             RelationItem(edge, "ppr", scores[p[0]] + scores[p[1]], degree[p[0]] + degree[p[1]], key=p)
-            for p, edge in zip(pairs, await self.stores.graph.get_edges(pairs))
+            for p, edge in zip(pairs, await self.graph.get_edges(pairs))
             if edge is not None
         ]
-        return entities, await self._restrict_relations(relations), chunks
+        return entities, relations, chunks
+
+    async def _seeds(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """A keyword's nearest entities (in scope, re-scored where the scope recomputed them)."""
+        found = await self.stores.entity_vectors.query(query, self._k(k))
+        if self.view is None:
+            return [(str(h.metadata.get("key", "")), h.score) for h in found]
+        keys = [str(h.metadata.get("key", "")) for h in found]
+        items = [EntityItem(p, "", h.score, key=key)
+                 for key, p, h in zip(keys, await self.graph.get_nodes(keys), found) if p is not None]
+        items = (await self._rescore(items, found, self._k(k), query, entity_text))[:k]
+        return [(e.key, float(e.score or 0.0)) for e in items]
 
     # -- graph neighbourhoods --------------------------------------------------
 
     async def _edges_of(self, keys: list[str]) -> list[RelationItem]:
         """Every edge of the found nodes, most connected first, then heaviest."""
-        pairs = list(dict.fromkeys(p for edges in await self.stores.graph.nodes_edges(keys) if edges for p in edges))
-        edges = await self.stores.graph.get_edges(pairs)
-        degrees = await self.stores.graph.edge_degrees(pairs)
+        pairs = list(dict.fromkeys(p for edges in await self.graph.nodes_edges(keys) if edges for p in edges))
+        edges = await self.graph.get_edges(pairs)
+        degrees = await self.graph.edge_degrees(pairs)
         relations = [
             RelationItem(props, "entity_edges", None, degree, key=pair)
             for pair, props, degree in zip(pairs, edges, degrees)
             if props is not None
         ]
         relations.sort(key=lambda r: (-r.degree, -float(r.props.get("weight", 0.0)), r.key))
-        return await self._restrict_relations(relations)
+        return relations
 
     async def _endpoints(self, relations: list[RelationItem]) -> list[EntityItem]:
         """Endpoints in the order their relations were found."""
         keys = list(dict.fromkeys(k for r in relations for k in r.key))
-        nodes = await self.stores.graph.get_nodes(keys)
-        degrees = await self.stores.graph.degrees(keys)
-        entities = [
+        nodes = await self.graph.get_nodes(keys)
+        degrees = await self.graph.degrees(keys)
+        return [
             EntityItem(props, "relation_endpoints", None, degree, key=key)
             for key, props, degree in zip(keys, nodes, degrees)
             if props is not None
         ]
-        return await self._restrict_entities(entities)
 
     def _k(self, top_k: int) -> int:
         return top_k * OVERSAMPLE if self.scope else top_k
 
-    async def _restrict_entities(self, items: list[EntityItem]) -> list[EntityItem]:
-        return await self.restrictor.entities(items) if self.restrictor else items
-
-    async def _restrict_relations(self, items: list[RelationItem]) -> list[RelationItem]:
-        return await self.restrictor.relations(items) if self.restrictor else items
+    async def _rescore(self, items: list, hits: list[VectorHit], asked: int, query: np.ndarray, text_of) -> list:
+        """Scoped: items whose description the scope recomputed, scored against
+        it embedded fresh, and everything below the search's cut-off dropped,
+        best first; unscoped: ``items`` as they are."""
+        if self.view is None:
+            return items
+        fresh = [i for i in items if i.key in self.view.recomputed]
+        await self.embed_all(text_of(i.props) for i in fresh)
+        norm = float(np.linalg.norm(query)) or 1.0
+        for item in fresh:
+            vec = self.vectors[text_of(item.props)]
+            item.score = round(float(vec @ query) / ((float(np.linalg.norm(vec)) * norm) or 1.0), 6)
+        cutoff = min(h.score for h in hits) if hits and len(hits) >= asked else -np.inf
+        kept = [i for i in items if i.score >= cutoff]
+        kept.sort(key=lambda i: -i.score)  # stable: equal scores keep the index's order
+        return kept

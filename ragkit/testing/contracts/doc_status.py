@@ -12,6 +12,7 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
+from ragkit.access import AccessList
 from ragkit.errors import InvalidTransitionError, StoreClosedError
 from ragkit.protocols.base import Capability
 from ragkit.protocols.doc_status import DocStatusStore
@@ -96,7 +97,8 @@ class DocStatusReadWriteTests:
 
     async def test_records_round_trip_whole(self, adapter):
         """Every field round-trips: status, error, chunk_ids (order kept),
-        content hash, file path, length and metadata with exact types.
+        content hash, file path, length, metadata with exact types and the
+        access list (who may read the document; a missing one stays missing).
 
         Troubleshoot: store the whole record (e.g. its JSON) rather than a subset
         of columns; keep bool/int/float metadata types.
@@ -105,9 +107,13 @@ class DocStatusReadWriteTests:
             "doc-1", DocStatus.FAILED, error="boom: 💥", chunk_ids=["c3", "c1", "c2"],
             content_hash="abc", file_path="dir/文件.txt", content_length=12345,
             metadata={"s": "x", "i": 1, "f": 1.5, "b": True},
+            access=AccessList(users=["alice", "ünïcode 用户"], groups=["team-a"]),
         )
-        await adapter.upsert([rec])
-        await _check(adapter, {"doc-1": rec}, ["doc-1"])
+        open_doc = record("doc-2", access=AccessList())
+        await adapter.upsert([rec, open_doc, record("doc-3")])
+        await _check(adapter, {"doc-1": rec, "doc-2": open_doc}, ["doc-1", "doc-2"])
+        (no_list,) = await adapter.get(["doc-3"])
+        assert no_list is not None and no_list.access is None
 
     async def test_timestamps_are_utc_with_microseconds(self, adapter):
         """``created_at``/``updated_at`` come back timezone-aware in UTC, the
@@ -333,7 +339,7 @@ class DocStatusTransitionTests:
         it atomic); if you do, keep the base class's checks and field updates.
         """
         rec = record("d", source, error="old" if source is DocStatus.FAILED else None,
-                     chunk_ids=["c1"], content_hash="h", metadata={"k": 1})
+                     chunk_ids=["c1"], content_hash="h", metadata={"k": 1}, access=AccessList(groups=["g"]))
         await adapter.upsert([rec])
         if target in ALLOWED_TRANSITIONS[source]:
             out = await adapter.transition("d", target, error="why")

@@ -1,0 +1,260 @@
+"""Restricting a read to some documents, in every stage.
+
+A scope comes from a request's ``doc_ids`` / ``doc_filter`` and from the
+principal it is made for (``ragkit.access``): the documents the principal may
+read, narrowed by the request's own choice, never widened. Only processed
+documents are in a scope.
+
+An entity or relation counts only through chunks of the scoped documents. When
+only some of its sources are in scope, its description is recomputed from the
+in-scope chunks' extractions alone (no LLM summary), so that text derived from
+other documents never reaches the context. ``ScopedGraph`` (below) applies
+this to every graph read. The query side (``query/search.py``), the graph reads
+(``query/graph_read.py``) and the export (``pipeline/export.py``) share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from ragkit import ids
+from ragkit.access import Principal, allows
+from ragkit.core.extraction import ChunkExtraction, Fragment, entity_properties, relation_properties
+from ragkit.core.keys import Pair, entity_key, relation_key
+from ragkit.core.stores import Stores
+from ragkit.errors import InvalidValueError
+from ragkit.protocols import GraphStore
+from ragkit.protocols.vector import matches_filter
+from ragkit.schema import DocStatus, DocStatusRecord
+
+_PAGE = 500
+
+
+@dataclass
+class Scope:
+    doc_ids: set[str]
+    chunk_ids: set[str]
+    owners: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    """chunk id -> (doc id, file path) of an in-scope document that holds it:
+    chunk ids come from content, so two documents may share one, and the chunk
+    record names only the last one written."""
+
+    @property
+    def vector_filter(self) -> dict[str, Any]:
+        return {"doc_id": {"$in": sorted(self.doc_ids)}}
+
+    @cached_property
+    def key(self) -> str:
+        """Names the scope in cache keys: answers are kept per scope."""
+        return ids.digest("scope", *sorted(self.doc_ids))
+
+    @classmethod
+    def of(cls, records: list[DocStatusRecord]) -> Scope:
+        owners: dict[str, tuple[str, str | None]] = {}
+        for record in sorted(records, key=lambda r: r.id):
+            for cid in record.chunk_ids:
+                owners.setdefault(cid, (record.id, record.file_path))
+        return cls({r.id for r in records}, set(owners), owners)
+
+    def own(self, chunks: list[Any]) -> list[Any]:
+        """The chunks in scope, each attributed to an in-scope document."""
+        out = []
+        for chunk in chunks:
+            owner = self.owners.get(chunk.id)
+            if owner is None:
+                continue
+            if chunk.doc_id not in self.doc_ids:
+                chunk.doc_id, chunk.file_path = owner
+            out.append(chunk)
+        return out
+
+
+async def all_records(stores: Stores, status: DocStatus | None = None) -> list[DocStatusRecord]:
+    records: list[DocStatusRecord] = []
+    cursor = None
+    while True:
+        page = await stores.doc_status.list_page(status, _PAGE, cursor)
+        records += page.items
+        if page.next_cursor is None:
+            return records
+        cursor = page.next_cursor
+
+
+async def resolve_scope(
+    stores: Stores, doc_ids: list[str] | None, doc_filter: Mapping[str, Any] | None,
+    principal: Principal | None = None,
+) -> Scope | None:
+    """None when the read is not restricted. A filter matches document metadata.
+
+    With a principal, the scope is the processed documents it may read, narrowed
+    by ``doc_ids`` and ``doc_filter``; a principal that may read every document
+    in the workspace (of any status: one being committed shows in the graph
+    already) reads unrestricted, exactly as without one."""
+    if principal is None and doc_ids is None and not doc_filter:
+        return None
+    if doc_ids is not None:
+        records = [r for r in await stores.doc_status.get(list(dict.fromkeys(doc_ids))) if r is not None]
+    elif principal is not None:
+        records = await all_records(stores)
+    else:
+        records = await all_records(stores, DocStatus.PROCESSED)
+    if principal is not None:
+        readable = [r for r in records if allows(r.access, principal)]
+        if doc_ids is None and not doc_filter and len(readable) == len(records):
+            return None
+        records = readable
+    if doc_filter:
+        try:
+            records = [r for r in records if matches_filter(r.metadata, doc_filter)]
+        except InvalidValueError as exc:
+            raise InvalidValueError(f"document filter: {exc}") from exc
+    return Scope.of([r for r in records if r.status is DocStatus.PROCESSED])
+
+
+class Restrictor:
+    """Applies a scope to graph properties: an entity's or relation's as its
+    in-scope sources give them, or ``None`` when it has none."""
+
+    def __init__(self, stores: Stores, scope: Scope) -> None:
+        self.stores = stores
+        self.scope = scope
+        self._extractions: dict[str, ChunkExtraction | None] = {}
+
+    async def entity_props(self, key: str, props: dict) -> dict | None:
+        return await self._restrict(props, lambda ex: [
+            Fragment(ex.chunk_id, e) for e in ex.entities if entity_key(e.name) == key
+        ], lambda frags: entity_properties(key, frags))
+
+    async def relation_props(self, pair: Pair, props: dict) -> dict | None:
+        return await self._restrict(props, lambda ex: [
+            Fragment(ex.chunk_id, r) for r in ex.relations if relation_key(r.source, r.target) == pair
+        ], lambda frags: relation_properties(pair, frags))
+
+    async def prefetch(self, props: Sequence[dict | None]) -> None:
+        """Read at once the extractions that restricting all of ``props`` needs."""
+        needed: list[str] = []
+        for p in props:
+            sources = list(p.get("source_ids", [])) if p else []
+            inside = [c for c in sources if c in self.scope.chunk_ids]
+            if inside and len(inside) < len(sources):
+                needed += inside
+        await self._load(list(dict.fromkeys(needed)))
+
+    async def _restrict(self, props: dict, fragments_of: Callable, merge: Callable) -> dict | None:
+        """``props`` itself when every source is in scope (the same object:
+        callers tell a recomputed description by identity)."""
+        sources = list(props.get("source_ids", []))
+        inside = [c for c in sources if c in self.scope.chunk_ids]
+        if not inside:
+            return None
+        if len(inside) == len(sources):
+            return props
+        frags = [f for ex in await self._load(inside) for f in fragments_of(ex)]
+        return merge(frags) if frags else None
+
+    async def _load(self, chunk_ids: list[str]) -> list[ChunkExtraction]:
+        wanted = [c for c in chunk_ids if c not in self._extractions]
+        if wanted:
+            for cid, rec in zip(wanted, await self.stores.extractions.get_many(wanted)):
+                self._extractions[cid] = ChunkExtraction.model_validate(rec) if rec else None
+        return [ex for c in chunk_ids if (ex := self._extractions[c]) is not None]
+
+
+class ScopedGraph:
+    """The graph as a scope sees it: the read methods the query and graph-read
+    stages use (``get_nodes``, ``get_edges``, ``nodes_edges``, ``degrees``,
+    ``edge_degrees``), answering only with what in-scope documents support.
+
+    - A node or edge with no in-scope source does not exist.
+    - One with some sources out of scope has the properties its in-scope sources
+      give (``Restrictor``: description, type, keywords, weight, ``source_ids``
+      recomputed from their extractions).
+    - A node's edges are its visible edges, and its degree counts only those, so
+      neither a ranking by degree nor a number shown counts an unreadable edge.
+      An edge's sources are a subset of its endpoints' (``pipeline/extract.py``),
+      so a visible edge's endpoints are visible.
+
+    Every answer is kept for the view's life (one query): the stages ask for the
+    same nodes and edges again and again. ``recomputed`` says which properties
+    differ from the stored ones: their stored vectors embed text from other
+    documents, so scoped searches re-score them (``query/search.py``).
+    """
+
+    def __init__(self, graph: GraphStore, restrictor: Restrictor) -> None:
+        self.graph = graph
+        self.restrictor = restrictor
+        self._nodes: dict[str, dict[str, Any] | None] = {}
+        self._edges: dict[Pair, dict[str, Any] | None] = {}
+        self._node_edges: dict[str, list[Pair] | None] = {}
+        self.recomputed: set[str | Pair] = set()
+
+    async def get_nodes(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
+        wanted = list(dict.fromkeys(k for k in keys if k not in self._nodes))
+        if wanted:
+            found = await self.graph.get_nodes(wanted)
+            await self.restrictor.prefetch(found)
+            for key, props in zip(wanted, found):
+                self._nodes[key] = None if props is None else await self._node(key, props)
+        return [self._nodes[k] for k in keys]
+
+    async def get_edges(self, pairs: Sequence[Pair]) -> list[dict[str, Any] | None]:
+        pairs = [tuple(p) for p in pairs]  # type: ignore[misc]
+        wanted = list(dict.fromkeys(p for p in pairs if p not in self._edges))
+        if wanted:
+            found = await self.graph.get_edges(wanted)
+            await self.restrictor.prefetch(found)
+            for pair, props in zip(wanted, found):
+                self._edges[pair] = None if props is None else await self._edge(pair, props)
+        return [self._edges[p] for p in pairs]  # type: ignore[index]
+
+    async def nodes_edges(self, keys: Sequence[str]) -> list[list[Pair] | None]:
+        """Each node's visible edges; ``None`` for a node not visible."""
+        wanted = list(dict.fromkeys(k for k in keys if k not in self._node_edges))
+        if wanted:
+            visible = await self.get_nodes(wanted)
+            raw = await self.graph.nodes_edges(wanted)
+            pairs = list(dict.fromkeys(tuple(p) for edges in raw for p in edges or []))
+            shown = {p for p, props in zip(pairs, await self.get_edges(pairs)) if props is not None}
+            for key, node, edges in zip(wanted, visible, raw):
+                self._node_edges[key] = None if node is None else [
+                    tuple(p) for p in edges or [] if tuple(p) in shown  # type: ignore[misc]
+                ]
+        return [self._node_edges[k] for k in keys]
+
+    async def degrees(self, keys: Sequence[str]) -> list[int]:
+        return [len(edges or []) for edges in await self.nodes_edges(keys)]
+
+    async def edge_degrees(self, pairs: Sequence[Pair]) -> list[int]:
+        ends = list(dict.fromkeys(k for p in pairs for k in p))
+        degree = dict(zip(ends, await self.degrees(ends)))
+        return [degree[a] + degree[b] for a, b in pairs]
+
+    async def restrict_nodes(self, nodes: Sequence[tuple[str, dict]]) -> list[dict | None]:
+        """Scoped properties of nodes already read (an export streams them)."""
+        await self.restrictor.prefetch([p for _, p in nodes])
+        for key, props in nodes:
+            if key not in self._nodes:
+                self._nodes[key] = await self._node(key, props)
+        return [self._nodes[k] for k, _ in nodes]
+
+    async def restrict_edges(self, edges: Sequence[tuple[Pair, dict]]) -> list[dict | None]:
+        await self.restrictor.prefetch([p for _, p in edges])
+        for pair, props in edges:
+            if pair not in self._edges:
+                self._edges[pair] = await self._edge(pair, props)
+        return [self._edges[p] for p, _ in edges]
+
+    async def _node(self, key: str, props: dict) -> dict | None:
+        scoped = await self.restrictor.entity_props(key, props)
+        if scoped is not None and scoped is not props:
+            self.recomputed.add(key)
+        return scoped
+
+    async def _edge(self, pair: Pair, props: dict) -> dict | None:
+        scoped = await self.restrictor.relation_props(pair, props)
+        if scoped is not None and scoped is not props:
+            self.recomputed.add(pair)
+        return scoped
