@@ -1,6 +1,6 @@
 """A real chat server for the chat endpoint tests: the Ollama and OpenAI
 routers in a FastAPI app, served by uvicorn on a free loopback port, over a
-RAG indexed from examples/corpus/en with the offline LLM and the hash embedder.
+RAG indexed from examples/corpus/en (and one secret document) with the offline LLM and the hash embedder.
 
 The app's context dependency stands in for the server's authentication: a
 request without ``Authorization: Bearer <TOKEN>`` gets a 401, so the tests
@@ -19,21 +19,32 @@ from collections.abc import Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 import uvicorn
 from fastapi import FastAPI, Header, HTTPException
 
+from ragkit.access import AccessList, Principal
 from ragkit.errors import ModelError
 from ragkit.offline import OfflineLLM
 from ragkit.protocols import ChatRequest
 from ragkit.rag import RAG
+from ragkit.schema import Document
 from ragkit.server.chat import ChatLimits, ollama_router, openai_router
 from ragkit.settings import Settings
 from ragkit.testing import HashEmbedder
 
 TOKEN = "chat-test-token-1234"
+"""Alice's key: she may read everything but the secret document."""
+CEO_TOKEN = "chat-test-ceo-token-5678"
+"""The CEO's key: the secret document too."""
+PRINCIPALS = {TOKEN: Principal(user="alice", groups=["staff"]), CEO_TOKEN: Principal(user="ceo")}
+SECRET_DOC = Document.from_text(
+    "Project Orchid is led by Wen Li. Project Orchid carries the code CANARY-PLUM-4417.",
+    file_path="secret/orchid.md",
+).model_copy(update={"access": AccessList(users=["ceo"])})
+CANARIES = ("CANARY-PLUM-4417", "Wen Li", "secret/orchid.md", SECRET_DOC.id)
+"""What only the secret document holds (its text, path, id)."""
 CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus" / "en"
 QUESTION = "Who leads the project whose supplier's delivery slipped?"
 LIMITS = ChatLimits(max_messages=20, max_message_chars=4000, max_total_chars=20_000)
@@ -66,7 +77,7 @@ def make_rag(working_dir: Path, llm: OfflineLLM | None = None) -> RAG:
 @dataclass
 class Ctx:
     rag: RAG
-    principal: Any = None
+    principal: Principal | None
 
 
 @dataclass
@@ -85,11 +96,12 @@ class ChatServer:
 
 def build_app(rag: RAG, seen: list[str]) -> FastAPI:
     async def context(workspace: str = "default", authorization: str | None = Header(default=None)) -> Ctx:
-        if authorization != f"Bearer {TOKEN}":
+        scheme, _, key = (authorization or "").partition(" ")
+        if scheme != "Bearer" or key not in PRINCIPALS:
             raise HTTPException(401, "missing or wrong API key: send it as a Bearer token",
                                 headers={"WWW-Authenticate": "Bearer"})
         seen.append(workspace)
-        return Ctx(rag)
+        return Ctx(rag, PRINCIPALS[key])
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -106,8 +118,8 @@ def build_app(rag: RAG, seen: list[str]) -> FastAPI:
 def index_corpus(working_dir: Path) -> None:
     async def build() -> None:
         async with make_rag(working_dir) as rag:
-            _, report = await rag.ainsert(paths=[CORPUS])
-            assert not report.failed and len(report.processed) == len(list(CORPUS.iterdir())), report
+            _, report = await rag.ainsert(paths=[CORPUS], documents=[SECRET_DOC])
+            assert not report.failed and len(report.processed) == len(list(CORPUS.iterdir())) + 1, report
 
     asyncio.run(build())
 

@@ -76,11 +76,12 @@ class Answered:
 
 
 async def ask(ctx: ChatContext, turns: Turns, stream: bool) -> Answered:
-    """Run the query as the request's principal (``aquery`` does retrieval
-    before it returns, so its errors come before any streamed byte)."""
+    """Run the query as the request's principal, so the answer, its
+    references and its cache entry hold only what that principal may read
+    (``aquery`` does retrieval before it returns, so its errors come before
+    any streamed byte)."""
     started = time.perf_counter()
-    scope: dict[str, Any] = {} if ctx.principal is None else {"principal": ctx.principal}
-    result = await ctx.rag.aquery(turns.question, turns.param(stream), **scope)
+    result = await ctx.rag.aquery(turns.question, turns.param(stream), principal=ctx.principal)
     return Answered(ctx, turns, result, started)
 
 

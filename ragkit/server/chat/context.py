@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.access import Principal
 from ragkit.rag import RAG
 
 
@@ -19,8 +20,9 @@ class ChatContext(Protocol):
         ...
 
     @property
-    def principal(self) -> Any:
-        """Who asks (``RAG.aquery(..., principal=...)``); ``None``: everyone's view."""
+    def principal(self) -> Principal | None:
+        """Who asks: every answer is made as them (``RAG.aquery(..., principal=...)``);
+        ``None`` reads everything (the server's keyless loopback mode)."""
         ...
 
 
