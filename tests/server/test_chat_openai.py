@@ -160,3 +160,13 @@ def test_wrong_key_is_an_authentication_error(chat_server):  # noqa: F811
     assert "not-the-key" not in str(err.value.body)
     raw = httpx.get(f"{chat_server.url}/v1/models")
     assert raw.status_code == 401 and raw.headers["www-authenticate"] == "Bearer"
+
+
+def test_a_client_leaving_mid_stream_leaves_the_server_well(client, chat_server):  # noqa: F811
+    body = {"model": "ragkit:mix", "stream": True, "messages": [{"role": "user", "content": QUESTION}]}
+    for _ in range(3):
+        with httpx.stream("POST", f"{chat_server.url}/v1/chat/completions", json=body, timeout=60,
+                          headers={"Authorization": f"Bearer {TOKEN}"}) as r:
+            first = next(r.iter_lines())
+            assert first.startswith("data: {")  # then hang up with the answer unread
+    assert "Haijia" in ask(client, QUESTION).choices[0].message.content

@@ -136,7 +136,8 @@ async def _respond(answered: Answered, stream: bool, shape: Shape) -> Any:
     if stream:
         return StreamingResponse(_ndjson(answered, shape), media_type="application/x-ndjson")
     text = await answered.full_text()
-    return {"model": answered.model, "created_at": _now(), **shape(text), **_final(answered)}
+    # Plain JSON types already: no jsonable_encoder pass.
+    return JSONResponse({"model": answered.model, "created_at": _now(), **shape(text), **_final(answered)})
 
 
 async def _ndjson(answered: Answered, shape: Shape) -> AsyncIterator[str]:

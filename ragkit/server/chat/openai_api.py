@@ -94,13 +94,13 @@ def openai_router(context: ContextDependency, limits: ChatLimits | None = None) 
             return StreamingResponse(_sse(answered, completion_id, usage), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache"})
         text = await answered.full_text()
-        return {
+        return JSONResponse({  # plain JSON types already: no jsonable_encoder pass
             "id": completion_id, "object": "chat.completion", "created": int(time.time()),
             "model": answered.model, "system_fingerprint": None,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": None},
                          "logprobs": None, "finish_reason": "stop"}],
             "usage": _usage(answered), "references": answered.references,
-        }
+        })
 
     return router
 
