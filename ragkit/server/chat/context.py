@@ -29,7 +29,10 @@ class ChatContext(Protocol):
 ContextDependency = Callable[..., Awaitable[ChatContext]]
 """A FastAPI dependency (it may take the request, headers, path parameters
 such as ``workspace``) that authenticates the request and returns its
-context, or raises (``HTTPException(401)``) to refuse it."""
+context, or raises (``HTTPException(401)``) to refuse it. An async generator
+that yields the context (to release a leased workspace after the response)
+works too: FastAPI resolves it once per request, and a streamed answer is
+sent before its exit code runs."""
 
 
 class ChatLimits(BaseModel):

@@ -5,8 +5,10 @@ turns it, FastAPI's validation errors, the context dependency's
 ``HTTPException`` (401, 403) and ragkit's errors into a JSON response that
 the protocol's official client understands (OpenAI: ``{"error": {"message",
 "type", "param", "code"}}``; Ollama: ``{"error": "..."}``), with the status
-and headers kept. Messages pass through ``redact``; an unexpected error is
-logged and answered without its text.
+and headers kept. The app's own ``HTTPException`` messages are kept as they
+are; ragkit's and the model's pass through ``redact``; an unexpected error is
+logged and answered without its text. An error type the app registered a
+handler for is left to that handler.
 """
 
 from __future__ import annotations
@@ -84,9 +86,9 @@ def _app_handles(request: Request, exc: Exception) -> bool:
 def as_chat_error(exc: Exception) -> ChatError:
     if isinstance(exc, ChatError):
         return exc
-    if isinstance(exc, HTTPException):
+    if isinstance(exc, HTTPException):  # the app's own words (401, 403...): kept as they are
         detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
-        return ChatError(exc.status_code, redact(detail), headers=dict(exc.headers or {}))
+        return ChatError(exc.status_code, detail, headers=dict(exc.headers or {}))
     if isinstance(exc, RequestValidationError):
         return validation_error(exc.errors())
     if isinstance(exc, InvalidValueError):
