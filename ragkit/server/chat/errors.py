@@ -18,9 +18,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import HTTPException, Request, Response
+from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException  # FastAPI's is a subclass
 
 from ragkit.errors import ConfigError, InvalidValueError, ModelError, RagkitError
 from ragkit.redact import redact
