@@ -13,7 +13,6 @@ model (``done_reason: "load"``), as Ollama does.
 
 import hashlib
 import json
-import time
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timezone
 from typing import Any, Literal
