@@ -53,7 +53,7 @@ from ragkit.core.stores import Stores
 from ragkit.errors import InvalidValueError, describe_validation_error
 from ragkit.offline import default_llm
 from ragkit.pipeline.edit import CustomKG, CustomKGReport, GraphEditor
-from ragkit.pipeline.documents import DocumentPage, list_documents, resolve_documents
+from ragkit.pipeline.documents import DocumentPage, list_documents, readable_counts, resolve_documents
 from ragkit.pipeline.export import ExportSummary, export_graph
 from ragkit.pipeline.index import IndexConfig, Indexer, IndexReport, Progress
 from ragkit.pipeline.load import LoadReport, load_documents
@@ -333,8 +333,11 @@ class RAG:
         return await list_documents(self.stores, status, limit, cursor, principal=principal)
 
     @_on_home_loop
-    async def astatus(self) -> dict[str, int]:
+    async def astatus(self, *, principal: Principal | None = None) -> dict[str, int]:
+        """Documents per status; with ``principal``, of the documents it may read only."""
         await self.aopen()
+        if principal is not None:
+            return await readable_counts(self.stores, principal)
         counts = await self.stores.doc_status.counts()
         return {s.value: counts.get(s, 0) for s in DocStatus}
 

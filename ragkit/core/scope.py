@@ -178,7 +178,9 @@ class ScopedGraph:
       so a visible edge's endpoints are visible.
 
     Every answer is kept for the view's life (one query): the stages ask for the
-    same nodes and edges again and again. ``recomputed`` says which properties
+    same nodes and edges again and again. Edges and degrees need only the stored
+    ``source_ids``; properties are recomputed only for what ``get_nodes`` /
+    ``get_edges`` return. ``recomputed`` says which properties
     differ from the stored ones: their stored vectors embed text from other
     documents, so scoped searches re-score them (``query/search.py``).
     """
@@ -186,6 +188,9 @@ class ScopedGraph:
     def __init__(self, graph: GraphStore, restrictor: Restrictor) -> None:
         self.graph = graph
         self.restrictor = restrictor
+        self.chunk_ids = restrictor.scope.chunk_ids
+        self._raw_nodes: dict[str, dict[str, Any] | None] = {}
+        self._raw_edges: dict[Pair, dict[str, Any] | None] = {}
         self._nodes: dict[str, dict[str, Any] | None] = {}
         self._edges: dict[Pair, dict[str, Any] | None] = {}
         self._node_edges: dict[str, list[Pair] | None] = {}
@@ -194,7 +199,7 @@ class ScopedGraph:
     async def get_nodes(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
         wanted = list(dict.fromkeys(k for k in keys if k not in self._nodes))
         if wanted:
-            found = await self.graph.get_nodes(wanted)
+            found = await self._read_nodes(wanted)
             await self.restrictor.prefetch(found)
             for key, props in zip(wanted, found):
                 self._nodes[key] = None if props is None else await self._node(key, props)
@@ -204,25 +209,41 @@ class ScopedGraph:
         pairs = [tuple(p) for p in pairs]  # type: ignore[misc]
         wanted = list(dict.fromkeys(p for p in pairs if p not in self._edges))
         if wanted:
-            found = await self.graph.get_edges(wanted)
+            found = await self._read_edges(wanted)
             await self.restrictor.prefetch(found)
             for pair, props in zip(wanted, found):
                 self._edges[pair] = None if props is None else await self._edge(pair, props)
         return [self._edges[p] for p in pairs]  # type: ignore[index]
 
     async def nodes_edges(self, keys: Sequence[str]) -> list[list[Pair] | None]:
-        """Each node's visible edges; ``None`` for a node not visible."""
+        """Each node's visible edges; ``None`` for a node not visible. Only the
+        stored ``source_ids`` are checked here (a degree needs no description)."""
         wanted = list(dict.fromkeys(k for k in keys if k not in self._node_edges))
         if wanted:
-            visible = await self.get_nodes(wanted)
+            nodes = await self._read_nodes(wanted)
             raw = await self.graph.nodes_edges(wanted)
             pairs = list(dict.fromkeys(tuple(p) for edges in raw for p in edges or []))
-            shown = {p for p, props in zip(pairs, await self.get_edges(pairs)) if props is not None}
-            for key, node, edges in zip(wanted, visible, raw):
-                self._node_edges[key] = None if node is None else [
+            shown = {p for p, props in zip(pairs, await self._read_edges(pairs)) if self._visible(props)}
+            for key, node, edges in zip(wanted, nodes, raw):
+                self._node_edges[key] = None if not self._visible(node) else [
                     tuple(p) for p in edges or [] if tuple(p) in shown  # type: ignore[misc]
                 ]
         return [self._node_edges[k] for k in keys]
+
+    def _visible(self, props: dict[str, Any] | None) -> bool:
+        return props is not None and any(c in self.chunk_ids for c in props.get("source_ids", []))
+
+    async def _read_nodes(self, keys: list[str]) -> list[dict[str, Any] | None]:
+        wanted = [k for k in keys if k not in self._raw_nodes]
+        if wanted:
+            self._raw_nodes.update(zip(wanted, await self.graph.get_nodes(wanted)))
+        return [self._raw_nodes[k] for k in keys]
+
+    async def _read_edges(self, pairs: list[Pair]) -> list[dict[str, Any] | None]:
+        wanted = [p for p in pairs if p not in self._raw_edges]
+        if wanted:
+            self._raw_edges.update(zip(wanted, await self.graph.get_edges(wanted)))
+        return [self._raw_edges[p] for p in pairs]
 
     async def degrees(self, keys: Sequence[str]) -> list[int]:
         return [len(edges or []) for edges in await self.nodes_edges(keys)]

@@ -129,6 +129,20 @@ async def _readable_page(
     return DocumentPage(documents=rows, next_cursor=after if more else None, total=total)
 
 
+async def readable_counts(stores: Stores, principal: Principal) -> dict[str, int]:
+    """Documents per status among those ``principal`` may read (reads every record)."""
+    counts = dict.fromkeys((s.value for s in DocStatus), 0)
+    cursor = None
+    while True:
+        page = await stores.doc_status.list_page(None, _SCAN_PAGE, cursor)
+        for record in page.items:
+            if allows(record.access, principal):
+                counts[record.status.value] += 1
+        if page.next_cursor is None:
+            return counts
+        cursor = page.next_cursor
+
+
 class Resolution(BaseModel):
     """What each argument named."""
 

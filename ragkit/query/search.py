@@ -39,6 +39,8 @@ from ragkit.query.items import ChunkItem, EntityItem, Pair, RelationItem
 OVERSAMPLE = 4
 """A scoped search asks each index for this many times ``top_k``: hits outside
 the scope are dropped afterwards (entity and relation vectors carry no doc ids)."""
+MAX_DEPTH = OVERSAMPLE**3
+"""A scoped entity or relation search that keeps too few asks deeper, up to this many times ``top_k``."""
 
 
 def keyword_text(keywords: list[str]) -> str:
@@ -81,16 +83,7 @@ class Searcher:
     async def local(self, keywords: list[str], top_k: int) -> tuple[list[EntityItem], list[RelationItem]]:
         if not keywords:
             return [], []
-        query = await self.embed(keyword_text(keywords))
-        hits = await self.stores.entity_vectors.query(query, self._k(top_k))
-        keys = [str(h.metadata.get("key", "")) for h in hits]
-        nodes = await self.graph.get_nodes(keys)
-        entities = [
-            EntityItem(props, "entity_vectors", h.score, key=key)
-            for key, props, h in zip(keys, nodes, hits)
-            if props is not None
-        ]
-        entities = (await self._rescore(entities, hits, self._k(top_k), query, entity_text))[:top_k]
+        entities = await self._nearest_entities(await self.embed(keyword_text(keywords)), top_k, "entity_vectors")
         for entity, degree in zip(entities, await self.graph.degrees([e.key for e in entities])):
             entity.degree = degree
         return entities, await self._edges_of([e.key for e in entities])
@@ -98,16 +91,7 @@ class Searcher:
     async def global_(self, keywords: list[str], top_k: int) -> tuple[list[EntityItem], list[RelationItem]]:
         if not keywords:
             return [], []
-        query = await self.embed(keyword_text(keywords))
-        hits = await self.stores.relation_vectors.query(query, self._k(top_k))
-        pairs: list[Pair] = [(str(h.metadata.get("source", "")), str(h.metadata.get("target", ""))) for h in hits]
-        edges = await self.graph.get_edges(pairs)
-        relations = [
-            RelationItem(props, "relation_vectors", h.score, key=pair)
-            for pair, props, h in zip(pairs, edges, hits)
-            if props is not None
-        ]
-        relations = (await self._rescore(relations, hits, self._k(top_k), query, relation_text))[:top_k]
+        relations = await self._nearest_relations(await self.embed(keyword_text(keywords)), top_k, "relation_vectors")
         for relation, degree in zip(relations, await self.graph.edge_degrees([r.key for r in relations])):
             relation.degree = degree
         return await self._endpoints(relations), relations
@@ -131,15 +115,9 @@ class Searcher:
         # query-entity linking); the high-level ones only stand in for none.
         await self.embed_all([*low, keyword_text(high)] if high else low)
         for keyword in low:
-            hits += await self._seeds(self.vectors[keyword], ppr.SEEDS_PER_KEYWORD)
+            hits += await self._seeds(self.vectors[keyword])
         if high and not hits:
-            query = self.vectors[keyword_text(high)]
-            found = await self.stores.relation_vectors.query(query, self._k(top_k))
-            pairs = [(str(h.metadata.get("source", "")), str(h.metadata.get("target", ""))) for h in found]
-            items = [RelationItem(p, "", h.score, key=pair)
-                     for pair, p, h in zip(pairs, await self.graph.get_edges(pairs), found) if p is not None]
-            items = (await self._rescore(items, found, self._k(top_k), query, relation_text))[:top_k]
-            hits += [(end, float(r.score or 0.0)) for r in items for end in r.key]
+            hits += await self._seed_ends(self.vectors[keyword_text(high)], top_k)
         seed_props = await self.graph.get_nodes([k for k, _ in hits])
         seeds = ppr.seed_weights([(k, s, len(p.get("source_ids", []))) for (k, s), p in zip(hits, seed_props) if p])
         if not seeds:
@@ -163,16 +141,19 @@ class Searcher:
         ]
         return entities, relations, chunks
 
-    async def _seeds(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """A keyword's nearest entities (in scope, re-scored where the scope recomputed them)."""
-        found = await self.stores.entity_vectors.query(query, self._k(k))
-        if self.view is None:
+    async def _seeds(self, query: np.ndarray) -> list[tuple[str, float]]:
+        if self.view is None:  # unscoped: the hits as they are (missing nodes are dropped with the seeds)
+            found = await self.stores.entity_vectors.query(query, ppr.SEEDS_PER_KEYWORD)
             return [(str(h.metadata.get("key", "")), h.score) for h in found]
-        keys = [str(h.metadata.get("key", "")) for h in found]
-        items = [EntityItem(p, "", h.score, key=key)
-                 for key, p, h in zip(keys, await self.graph.get_nodes(keys), found) if p is not None]
-        items = (await self._rescore(items, found, self._k(k), query, entity_text))[:k]
-        return [(e.key, float(e.score or 0.0)) for e in items]
+        return [(e.key, float(e.score or 0.0))
+                for e in await self._nearest_entities(query, ppr.SEEDS_PER_KEYWORD, "ppr")]
+
+    async def _seed_ends(self, query: np.ndarray, top_k: int) -> list[tuple[str, float]]:
+        if self.view is None:
+            found = await self.stores.relation_vectors.query(query, top_k)
+            return [(str(h.metadata.get(end, "")), h.score) for h in found for end in ("source", "target")]
+        return [(end, float(r.score or 0.0))
+                for r in await self._nearest_relations(query, top_k, "ppr") for end in r.key]
 
     # -- graph neighbourhoods --------------------------------------------------
 
@@ -203,6 +184,40 @@ class Searcher:
     def _k(self, top_k: int) -> int:
         return top_k * OVERSAMPLE if self.scope else top_k
 
+    # -- vector searches -----------------------------------------------------------
+
+    async def _nearest_entities(self, query: np.ndarray, top_k: int, stage: str) -> list[EntityItem]:
+        async def items(hits: list[VectorHit]) -> list[EntityItem]:
+            keys = [str(h.metadata.get("key", "")) for h in hits]
+            return [EntityItem(props, stage, h.score, key=key)
+                    for key, props, h in zip(keys, await self.graph.get_nodes(keys), hits) if props is not None]
+
+        return await self._nearest(self.stores.entity_vectors, query, top_k, items, entity_text)
+
+    async def _nearest_relations(self, query: np.ndarray, top_k: int, stage: str) -> list[RelationItem]:
+        async def items(hits: list[VectorHit]) -> list[RelationItem]:
+            pairs: list[Pair] = [(str(h.metadata.get("source", "")), str(h.metadata.get("target", ""))) for h in hits]
+            return [RelationItem(props, stage, h.score, key=pair)
+                    for pair, props, h in zip(pairs, await self.graph.get_edges(pairs), hits) if props is not None]
+
+        return await self._nearest(self.stores.relation_vectors, query, top_k, items, relation_text)
+
+    async def _nearest(self, index, query: np.ndarray, top_k: int, items_of, text_of) -> list:
+        """The ``top_k`` items nearest ``query`` in ``index``. Scoped: re-scored
+        (``_rescore``); while fewer than ``top_k`` reach the cut-off and the
+        index holds more, asked again for ``OVERSAMPLE`` times as many, up to
+        ``MAX_DEPTH`` times ``top_k``."""
+        asked = self._k(top_k)
+        while True:
+            hits = await index.query(query, asked)
+            items = await items_of(hits)
+            if self.view is None:
+                return items[:top_k]
+            kept = await self._rescore(items, hits, asked, query, text_of)
+            if len(kept) >= top_k or len(hits) < asked or asked >= top_k * MAX_DEPTH:
+                return kept[:top_k]
+            asked *= OVERSAMPLE
+
     async def _rescore(self, items: list, hits: list[VectorHit], asked: int, query: np.ndarray, text_of) -> list:
         """Scoped: items whose description the scope recomputed, scored against
         it embedded fresh, and everything below the search's cut-off dropped,
@@ -214,7 +229,7 @@ class Searcher:
         norm = float(np.linalg.norm(query)) or 1.0
         for item in fresh:
             vec = self.vectors[text_of(item.props)]
-            item.score = round(float(vec @ query) / ((float(np.linalg.norm(vec)) * norm) or 1.0), 6)
+            item.score = float(vec @ query) / ((float(np.linalg.norm(vec)) * norm) or 1.0)
         cutoff = min(h.score for h in hits) if hits and len(hits) >= asked else -np.inf
         kept = [i for i in items if i.score >= cutoff]
         kept.sort(key=lambda i: -i.score)  # stable: equal scores keep the index's order

@@ -132,7 +132,9 @@ async def test_documents_listing_shows_readable_documents_only(acl_index, reader
         first = await rag.adocuments(principal=principal, limit=1)
         rest = await rag.adocuments(principal=principal, limit=1, cursor=first.next_cursor) if first.next_cursor else None
         everything = await rag.adocuments()
+        counts = await rag.astatus(principal=principal)
     assert everything.total == 3
+    assert counts["processed"] == len(readable) and sum(counts.values()) == len(readable)
     assert {d.id for d in page.documents} == {d.id for d in readable}
     assert page.total == len(readable) and first.total == len(readable)
     assert_clean(page.model_dump_json(), f"{reader}'s listing")
@@ -231,3 +233,28 @@ def test_names_are_validated():
     assert AccessList(groups=["g"]).allows(Principal(user="u", groups=frozenset({"g"})))
     assert not AccessList(users=["v"]).allows(Principal(user="u"))
     assert AccessList().allows(Principal(user="u"))
+
+
+RANKED_MODES = ["local", "global", "hybrid", "mix", "ppr"]
+
+
+@pytest.mark.parametrize("mode", RANKED_MODES)
+@pytest.mark.parametrize("reader", sorted(READERS))
+@pytest.mark.parametrize("top_k", [1, 2])
+async def test_rankings_are_those_of_the_readable_documents_alone(acl_index, oracles, mode, reader, top_k):
+    """Keywords worded like the secret document: the merged descriptions'
+    stored vectors rank Project Falcon and Harbor City by its text; a reader's
+    search ranks them by what it may read, as an index of only that would."""
+    principal, _ = READERS[reader]
+    asked = dict(mode=mode, only_need_context=True, top_k=top_k, chunk_top_k=1,
+                 low_level_keywords=["merges with Zephyr Dynamics merger-plan code"],
+                 high_level_keywords=["merger-plan acquires code"])
+    async with make_rag(acl_index) as rag:
+        got = await rag.aquery(QUESTION, principal=principal, **asked)
+    async with make_rag(oracles[reader]) as oracle:
+        want = await oracle.aquery(QUESTION, **asked)
+    assert [(e["key"], e["degree"]) for e in got.entities] == [(e["key"], e["degree"]) for e in want.entities]
+    assert [e["score"] for e in got.entities] == pytest.approx([e["score"] for e in want.entities], abs=1e-5)
+    assert [tuple(r["key"]) for r in got.relations] == [tuple(r["key"]) for r in want.relations]
+    assert [r["score"] for r in got.relations] == pytest.approx([r["score"] for r in want.relations], abs=1e-5)
+    assert [c["id"] for c in got.chunks] == [c["id"] for c in want.chunks]

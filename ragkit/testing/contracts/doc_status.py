@@ -496,6 +496,10 @@ _WHEN = st.datetimes(
 _SCALAR = st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False) | _TEXT
 
 
+_NAME = st.text(st.characters(categories=("L", "N", "P", "S")), min_size=1, max_size=12)
+"""User and group names (``ragkit.access.check_name``: no control characters or surrounding space)."""
+
+
 @st.composite
 def _records(draw, id: str) -> DocStatusRecord:
     status = draw(st.sampled_from(list(DocStatus)))
@@ -510,6 +514,8 @@ def _records(draw, id: str) -> DocStatusRecord:
         file_path=draw(st.none() | _TEXT),
         content_length=draw(st.integers(0, 2**31)),
         metadata=draw(st.dictionaries(_TEXT, _SCALAR, max_size=3)),
+        access=draw(st.none() | st.builds(AccessList, users=st.lists(_NAME, max_size=2),
+                                          groups=st.lists(_NAME, max_size=2))),
     )
 
 

@@ -1,0 +1,104 @@
+"""Query latency with and without a principal (document access control).
+
+    python benchmarks/acl_query.py [--docs N] [--modes local,global,mix,ppr,naive] [--repeats 3]
+
+Indexes the MuSiQue passages (zero-latency replay, the feature-hashing
+embedder), every other passage readable only by the group ``even``, then asks
+every dev question in each mode, context only, with the keywords and budgets of
+``bench.py``: first unscoped (``principal=None``), then as a principal of group
+``even`` (reads half the documents). Prints per mode the median and p95
+milliseconds per query (wall) and the median CPU milliseconds of each, and
+the ratios.
+
+Runs against an older ragkit without access lists too (the unscoped figures
+only): ``PYTHONPATH=<a checkout> python benchmarks/acl_query.py`` measures the
+unscoped queries before the change, on the same index and questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_ragkit import BenchLLM, make_rag, query_param  # noqa: E402
+
+from _shared import SimulatedLatency  # noqa: E402
+
+
+async def timed(rag, questions, mode, args, **kw) -> tuple[list[float], list[float]]:
+    """Wall and CPU milliseconds per query (CPU time: the process's, all
+    threads; far less sensitive than wall time to other work on the machine)."""
+    wall, cpu = [], []
+    for _ in range(args.repeats):
+        for q in questions:
+            started, started_cpu = time.perf_counter(), time.process_time()
+            await rag.aquery(q["question"], query_param(mode, q, args), **kw)
+            wall.append(1000 * (time.perf_counter() - started))
+            cpu.append(1000 * (time.process_time() - started_cpu))
+    return wall, cpu
+
+
+def summary(times: tuple[list[float], list[float]]) -> dict:
+    wall, cpu = sorted(times[0]), sorted(times[1])
+    return {"median_ms": round(statistics.median(wall), 2), "p95_ms": round(wall[int(0.95 * (len(wall) - 1))], 2),
+            "median_cpu_ms": round(statistics.median(cpu), 2)}
+
+
+async def main(args: argparse.Namespace) -> None:
+    import bench_ragkit
+
+    from ragkit.schema import Document
+    from ragkit.testing.replay import ReplayLLM
+
+    scoped = "access" in Document.model_fields
+    inputs = Path(tempfile.mkdtemp(prefix="ragkit-acl-bench-"))
+    bench_ragkit.prepare(argparse.Namespace(inputs=inputs, questions=None))
+    replay = bench_ragkit.read_json(inputs / "replay.json")
+    questions = bench_ragkit.read_json(inputs / "questions.json")[: args.questions or None]
+    passages = [p["text"] for p in replay["passages"]][: args.docs or None]
+    docs = [Document.from_text(t) for t in passages]
+    if scoped:
+        from ragkit.access import AccessList, Principal
+
+        even = AccessList(groups=["even"])
+        docs = [d.model_copy(update={"access": even}) if i % 2 == 0 else d for i, d in enumerate(docs)]
+        principal = Principal(user="u", groups=frozenset({"even"}))
+    results: dict = {"passages": len(docs), "questions": len(questions), "repeats": args.repeats, "modes": {}}
+    with tempfile.TemporaryDirectory(prefix="ragkit-acl-bench-") as tmp:
+        rag = make_rag(Path(tmp), BenchLLM(ReplayLLM(), SimulatedLatency(0.0, 0.0, 0)), "hash", args)
+        async with rag:
+            await rag.indexer().insert(docs)
+            for mode in args.modes.split(","):
+                await timed(rag, questions[:3], mode, argparse.Namespace(**{**vars(args), "repeats": 1}))  # warm-up
+                row = {"unscoped": summary(await timed(rag, questions, mode, args))}
+                if scoped:
+                    row["principal"] = summary(await timed(rag, questions, mode, args, principal=principal))
+                    row["ratio"] = round(row["principal"]["median_ms"] / row["unscoped"]["median_ms"], 2)
+                    row["cpu_ratio"] = round(row["principal"]["median_cpu_ms"] / row["unscoped"]["median_cpu_ms"], 2)
+                results["modes"][mode] = row
+                print(mode, json.dumps(row), flush=True)
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--modes", default="local,global,mix,ppr,naive")
+    p.add_argument("--docs", type=int, default=0)
+    p.add_argument("--questions", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--dimension", type=int, default=384)
+    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--gleaning", type=int, default=0)
+    p.add_argument("--top-k", type=int, default=40)
+    p.add_argument("--chunk-top-k", type=int, default=20)
+    p.add_argument("--max-entity-tokens", type=int, default=6000)
+    p.add_argument("--max-relation-tokens", type=int, default=8000)
+    p.add_argument("--max-total-tokens", type=int, default=30000)
+    asyncio.run(main(p.parse_args()))
