@@ -3,15 +3,11 @@
 Workspace routes live under ``/w/{workspace}/`` (``/w/default/query``); the
 name follows ``Settings.workspace``'s rule. Each area's router carries that
 prefix itself, so a route's template (the metrics label) is the full path.
-Routers of other areas take the same dependency, ``read_context`` (the one
-place that authenticates, checks the workspace and resolves the principal);
-the chat endpoints join in ``create_app`` with::
-
-    app.include_router(ollama_router(read_context), prefix=WORKSPACE_PREFIX)
-    app.include_router(openai_router(read_context), prefix=WORKSPACE_PREFIX)
-
-and ``tests/server/test_server_security.py`` then checks them too (every
-route of the app without a key is a 401).
+The chat routers (``ragkit.server.chat``: Ollama's ``/api/...`` and
+OpenAI's ``/v1/...``) are mounted under the same prefix and take the same
+dependency, ``read_context`` (the one place that authenticates, checks the
+workspace and resolves the principal), so ``tests/server/test_server_security.py``
+checks them too (every route of the app without a key is a 401).
 """
 
 from __future__ import annotations
@@ -27,8 +23,9 @@ from fastapi import FastAPI
 
 from ragkit import __version__
 from ragkit.server import errors, logs
+from ragkit.server.chat import ollama_router, openai_router
 from ragkit.server.config import keys_path
-from ragkit.server.context import read_context  # noqa: F401  (the chat routers' dependency)
+from ragkit.server.context import read_context
 from ragkit.server.jobs import JobManager
 from ragkit.server.keys import KeyStore
 from ragkit.server.metrics import Metrics, MetricsMiddleware
@@ -83,6 +80,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     for router in (system_router, documents_router, query_router, graph_router):
         app.include_router(router)
+    for chat in (ollama_router, openai_router):  # Open WebUI, the ollama and openai clients
+        app.include_router(chat(read_context), prefix=WORKSPACE_PREFIX)
     app.add_middleware(errors.CatchAll)
     app.add_middleware(WorkspaceNameGuard)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
