@@ -59,14 +59,17 @@ READS = [
     ("GET", "/w/{ws}/documents", {}),
     ("POST", "/w/{ws}/query", {"json": {"question": "hi"}}),
     ("GET", "/w/{ws}/graph/export", {}),
+    ("POST", "/w/{ws}/v1/chat/completions", {"json": {"model": "ragkit:naive", "messages": [{"role": "user", "content": "hi"}]}}),
+    ("POST", "/w/{ws}/api/chat", {"json": {"model": "ragkit:naive", "messages": [{"role": "user", "content": "hi"}], "stream": False}}),
 ]
 
 
 def test_every_write_route_is_in_the_scope_table():
     written = {(m, p.split("?")[0].replace("{ws}", "{workspace}")) for m, p, _ in WRITES}
     app_writes = {(m, p) for m, p, _ in _routes() if p.startswith("/w/") and m in ("POST", "PATCH", "DELETE", "PUT")}
-    app_writes -= {("POST", "/w/{workspace}/query"), ("POST", "/w/{workspace}/query/stream"),
-                   ("POST", "/w/{workspace}/query/context"), ("POST", "/w/{workspace}/query/prompt")}
+    reads = {"/query", "/query/stream", "/query/context", "/query/prompt",  # POST, but they only read
+             "/api/chat", "/api/generate", "/api/show", "/v1/chat/completions"}
+    app_writes -= {("POST", "/w/{workspace}" + p) for p in reads}
     assert {(m, p.replace("doc-x", "{doc_id}")) for m, p in written} == app_writes
 
 
