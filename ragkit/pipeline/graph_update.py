@@ -69,10 +69,11 @@ class GraphUpdater:
         """chunk id -> touched entity key -> its rows in that chunk"""
         self._relations: dict[str, dict[Pair, list[Relation]]] = {}
         self._changes = Changes()
+        self._keys: dict[str, str] = {}
 
     async def apply(self, changes: Changes) -> tuple[int, int]:
         """Returns (entities written or deleted, relations written or deleted)."""
-        self._entities, self._relations, self._changes = {}, {}, changes
+        self._entities, self._relations, self._changes, self._keys = {}, {}, changes, {}
         # Relations first: deleting a node also deletes its edges, which would
         # hide them from the relation pass and leave their vectors behind.
         rels = await self._update_relations(changes)
@@ -87,17 +88,25 @@ class GraphUpdater:
             for cid, rec in zip(page, await self.stores.extractions.get_many(page)):
                 ents: dict[str, list[Entity]] = {}
                 rels: dict[Pair, list[Relation]] = {}
-                if rec is not None:
-                    ex = ChunkExtraction.model_validate(rec)
-                    for e in ex.entities:
-                        key = entity_key(e.name)
-                        if key in self._changes.entities:
-                            ents.setdefault(key, []).append(e)
-                    for r in ex.relations:
-                        pair = relation_key(r.source, r.target)
-                        if pair in self._changes.relations:
-                            rels.setdefault(pair, []).append(r)
+                # Rows are validated one by one, and only the kept ones: a large
+                # update reads many extractions for few of their rows.
+                for row in rec.get("entities", ()) if rec is not None else ():
+                    key = self._key(row["name"])
+                    if key in self._changes.entities:
+                        ents.setdefault(key, []).append(Entity.model_validate(row))
+                for row in rec.get("relations", ()) if rec is not None else ():
+                    a, b = self._key(row["source"]), self._key(row["target"])
+                    pair = (a, b) if a <= b else (b, a)
+                    if pair in self._changes.relations:
+                        rels.setdefault(pair, []).append(Relation.model_validate(row))
                 self._entities[cid], self._relations[cid] = ents, rels
+
+    def _key(self, name: str) -> str:
+        """``entity_key``, remembered for this update (names repeat across chunks)."""
+        key = self._keys.get(name)
+        if key is None:
+            key = self._keys[name] = entity_key(name)
+        return key
 
     async def _entity_fragments(self, key: str, sources: set[str]) -> list[Fragment]:
         ordered = sorted(sources)
