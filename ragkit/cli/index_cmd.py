@@ -58,6 +58,8 @@ class ProgressLine:
         self.last = time.perf_counter()
         elapsed = time.perf_counter() - self.started
         eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        if self.planned and self.committed and self.committed < self.planned:  # one large document at work
+            eta = max(eta, elapsed / self.committed * (self.planned - self.committed))
         stats = self.stats()
         calls = sum(stats.calls.values()) if stats else 0
         tokens = sum(stats.input_tokens.values()) + sum(stats.output_tokens.values()) if stats else 0

@@ -162,3 +162,27 @@ def test_kill_mid_document_then_rerun_resumes_cleanly(tmp_path, uninterrupted, k
     extracted = sum(n for e, n in out["events"] if e == "chunks_extracted")
     small_chunks = ref_out["chunks"] - len(ids)
     assert extracted == len(ids) - committed_windows * 4 + small_chunks
+
+
+def test_cli_progress_shows_a_large_documents_chunks(tmp_path):
+    """``ragkit index`` with ``RAGKIT_PROGRESS=plain`` prints lines (no terminal
+    needed) that count a windowed document's chunks committed out of planned."""
+    big = window_worker.documents()[0].content
+    (tmp_path / "big.txt").write_text(big, encoding="utf-8")
+    env = {
+        **os.environ, "PYTHONPATH": str(REPO), "RAGKIT_WORKING_DIR": str(tmp_path / "data"),
+        "RAGKIT_LLM": "offline", "RAGKIT_EMBEDDER": "hash", "RAGKIT_PROGRESS": "plain",
+        "RAGKIT_INDEX__CHUNK_SIZE": str(window_worker.CHUNK_SIZE),
+        "RAGKIT_INDEX__CHUNK_OVERLAP": str(window_worker.OVERLAP), "RAGKIT_INDEX__WINDOW_CHUNKS": "4",
+    }
+    code = "import sys; from ragkit.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "index", "--json", str(tmp_path / "big.txt")],
+        capture_output=True, text=True, timeout=300, env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    chunks = json.loads(proc.stdout)["chunks"]
+    assert chunks > 12
+    lines = proc.stderr.splitlines()
+    assert any(f"large documents: 0/{chunks} chunks committed" in line for line in lines[:2])
+    assert "1/1 documents" in lines[-1] and f"large documents: {chunks}/{chunks} chunks committed" in lines[-1]
