@@ -114,7 +114,10 @@ def run_child(python: str, cwd: Path, file: Path, timeout: float) -> dict:
     }
     try:
         report = json.loads(stdout)
-        out.update(chunks=report.get("chunks"), processed=report.get("processed"), failed=report.get("failed"))
+        out.update(
+            chunks=report.get("chunks"), processed=report.get("processed"), failed=report.get("failed"),
+            graph=report.get("graph"), llm_calls=(report.get("llm") or {}).get("calls"),
+        )
     except json.JSONDecodeError:
         out["stdout_tail"] = stdout[-500:]
     if out.get("chunks") and out["exit"] == 0:
