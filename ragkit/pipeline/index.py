@@ -95,6 +95,9 @@ class Indexer:
         self.segment_chars = SEGMENT_CHARS
         self._commit_lock = asyncio.Lock()  # batches and windows never merge at once
         self._resume: dict[str, int] = {}  # doc id -> chunks already committed (recover)
+        # One large document at a time: a window already fills the LLM slots,
+        # and memory then holds one window of extractions, not one per file.
+        self._large = asyncio.Semaphore(1)
 
     # -- insert ----------------------------------------------------------------
 
@@ -160,12 +163,14 @@ class Indexer:
         outcome = DocOutcome(doc)
         try:
             if len(doc.content) > self.segment_chars:
-                outcome.windowed_chunks = await self._windowed(doc, None)
+                async with self._large:
+                    outcome.windowed_chunks = await self._windowed(doc, None)
                 return outcome
             outcome.chunks = self.chunker.chunk(doc)
             if len(outcome.chunks) > self.config.window_chunks:
-                outcome.windowed_chunks = await self._windowed(doc, outcome.chunks)
-                outcome.chunks = []
+                chunks, outcome.chunks = outcome.chunks, []
+                async with self._large:
+                    outcome.windowed_chunks = await self._windowed(doc, chunks)
                 return outcome
             await self.stores.doc_status.upsert([await self._status(doc.id, DocStatus.PROCESSING, outcome.chunks)])
             outcome.extractions = list(

@@ -186,3 +186,25 @@ def test_cli_progress_shows_a_large_documents_chunks(tmp_path):
     lines = proc.stderr.splitlines()
     assert any(f"large documents: 0/{chunks} chunks committed" in line for line in lines[:2])
     assert "1/1 documents" in lines[-1] and f"large documents: {chunks}/{chunks} chunks committed" in lines[-1]
+
+
+async def test_two_large_documents_run_one_after_the_other(tmp_path):
+    """One large document at a time holds a window of extractions: the second
+    one's plan comes after the first one's last window."""
+    from ragkit.testing.replay import load_musique
+
+    corpus = load_musique()[0]
+    docs = [
+        Document.from_text("\n\n".join(p["title"] + "\n" + p["text"] for p in corpus[a : a + 10]))
+        for a in (300, 320)
+    ]
+    events: list[tuple[str, int]] = []
+    rag = window_worker.make_rag(tmp_path, 4, lambda e, n: events.append((e, n)))
+    async with rag:
+        report = await rag.indexer().insert(docs)
+        assert sorted(report.processed) == sorted(d.id for d in docs) and not report.failed
+        assert (await check(rag.stores)).problems == []
+    plans = [i for i, (e, _) in enumerate(events) if e == "chunks_planned"]
+    assert len(plans) == 2
+    committed_before_second = sum(n for e, n in events[: plans[1]] if e == "chunks_committed")
+    assert committed_before_second == events[plans[0]][1]
