@@ -100,6 +100,7 @@ def run_child(python: str, cwd: Path, file: Path, timeout: float) -> dict:
         wall = time.perf_counter() - started
         reader.join(5)
         proc.returncode = os.waitstatus_to_exitcode(status)
+        stores_rss = _stores_rss(python, cwd, env) if proc.returncode == 0 else None
     events.append(started + wall)
     peak_kib = usage.ru_maxrss
     out: dict = {
@@ -108,6 +109,7 @@ def run_child(python: str, cwd: Path, file: Path, timeout: float) -> dict:
         "wall_s": round(wall, 1),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
         "peak_rss_mib": round(peak_kib / (1024 * 1024 if sys.platform == "darwin" else 1024), 1),
+        "stores_rss_mib": stores_rss,
         "progress_lines": len(stderr_lines),
         "longest_silence_s": round(max(b - a for a, b in zip(events, events[1:])), 1),
         "last_progress": stderr_lines[-1][-200:] if stderr_lines else "",
@@ -123,6 +125,33 @@ def run_child(python: str, cwd: Path, file: Path, timeout: float) -> dict:
     if out.get("chunks") and out["exit"] == 0:
         out["chunks_per_s"] = round(out["chunks"] / wall, 1)
     return out
+
+
+_OPEN_STORES = """
+import asyncio, resource, sys
+from ragkit.core.stores import Stores
+from ragkit.settings import load_settings
+
+async def main():
+    stores = Stores.from_settings(load_settings().settings, 64)
+    await stores.open()
+    await stores.graph.node_count()
+    await stores.close()
+
+asyncio.run(main())
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def _stores_rss(python: str, cwd: Path, env: dict) -> float | None:
+    """Peak RSS of a process that only opens and closes the indexed workspace:
+    what the embedded stores hold in memory (the whole graph and every vector),
+    to set against the indexing run's peak."""
+    proc = subprocess.run([python, "-c", _OPEN_STORES], cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    kib = int(proc.stdout.split()[-1])
+    return round(kib / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{args.label} {mib:g} MiB: exit {run['exit']}, {run['wall_s']} s, peak RSS {run['peak_rss_mib']} MiB, "
                 f"{run.get('chunks')} chunks, {run.get('chunks_per_s')} chunks/s, "
-                f"longest silence {run['longest_silence_s']} s",
+                f"longest silence {run['longest_silence_s']} s, stores alone {run.get('stores_rss_mib')} MiB",
                 flush=True,
             )
             args.out.parent.mkdir(parents=True, exist_ok=True)
