@@ -334,7 +334,8 @@ class Indexer:
             (doc,) = await self.stores.full_docs.get_many([rec.id])
             if doc is None:
                 continue
-            again = plan_chunk_ids(self.chunker, Document(id=rec.id, content=doc["content"], file_path=doc.get("file_path")), self.segment_chars)
+            text = Document(id=rec.id, content=doc["content"], file_path=doc.get("file_path"))
+            again = plan_chunk_ids(self.chunker, text, self.segment_chars)
             if again[:mark] == rec.chunk_ids[:mark]:
                 out[rec.id] = mark
         return out
