@@ -19,9 +19,9 @@ A document of more than ``window_chunks`` chunks is extracted, merged and
 committed one window at a time under the same commit lock as the batches
 (``ragkit.pipeline.windows``); it stays ``processing`` until its last window,
 then is marked processed with the committer's next batch, so it counts once.
-Progress events: ``chunks_planned`` (a windowed document's chunk count, when
-known), ``chunks_extracted``, ``chunks_committed`` (per window) and
-``documents_committed``.
+Progress events: ``chunks_planned`` (a windowed document's chunk count),
+``chunks_extracted`` (per document, or per chunk in a window),
+``chunks_committed`` (per window) and ``documents_committed``.
 """
 
 from __future__ import annotations
@@ -213,8 +213,7 @@ class Indexer:
         end = window[-1].order + 1
         if end <= done:  # committed before the run was cut short
             return
-        extractions = list(await asyncio.gather(*(extract_chunk(c, self.llm, self.config.extract) for c in window)))
-        self.progress("chunks_extracted", len(window))
+        extractions = list(await asyncio.gather(*(self._extract_one(c) for c in window)))
         problem = unstorable(extractions)
         if problem:
             raise ExtractionError(f"the extraction cannot be stored ({problem})")
@@ -223,6 +222,13 @@ class Indexer:
             # After the flush: a crash from here on keeps these chunks.
             await self.stores.doc_status.upsert([await self._status(doc.id, DocStatus.PROCESSING, mark=end)])
         self.progress("chunks_committed", len(window))
+
+    async def _extract_one(self, chunk: Chunk) -> ChunkExtraction:
+        """One chunk of a window, counted as it finishes: a window's extraction
+        takes minutes with a slow model, and progress must not sit still."""
+        extraction = await extract_chunk(chunk, self.llm, self.config.extract)
+        self.progress("chunks_extracted", 1)
+        return extraction
 
     async def _write(self, chunks: list[Chunk], extractions: list[ChunkExtraction]) -> None:
         """Chunks, extractions, the graph update and vectors, then a flush."""

@@ -92,6 +92,7 @@ async def test_windowed_document_gives_the_same_stores_as_one_commit(tmp_path):
     # Progress during the one large document: its plan, then a commit per window,
     # all before the document is counted (once).
     assert ("chunks_planned", big) in events and ("chunks_planned", big) not in whole_events
+    assert [e for e in events if e[0] == "chunks_extracted"].count(("chunks_extracted", 1)) == big  # per chunk
     commits = [n for e, n in events if e == "chunks_committed"]
     assert sum(commits) == big and len(commits) == -(-big // 4)
     done = [i for i, (e, _) in enumerate(events) if e == "documents_committed"]
@@ -138,7 +139,7 @@ def uninterrupted(tmp_path_factory) -> tuple[dict, dict]:
 @pytest.mark.parametrize(
     ("kill", "committed_windows"),
     [
-        ("chunks_extracted/3", 2),  # window 3 extracted, nothing of it written
+        ("chunks_extracted/10", 2),  # window 3 under way, nothing of it written
         ("chunks_committed/2", 2),  # right after window 2 and its mark
         ("flush/3", 2),  # window 3 flushed, its mark not yet written: redone, not doubled
     ],

@@ -4,8 +4,8 @@ chosen point.
 
 Usage: ``python window_worker.py WORKING_DIR OUT_JSON [--window N] [--kill EVENT/K]``
 
-``--kill chunks_extracted/3`` kills the process at the 3rd ``chunks_extracted``
-progress event of a full window (window 3 extracted, not committed); ``chunks_committed/K`` after
+``--kill chunks_extracted/10`` kills the process when the 10th chunk of the
+large document is extracted (window 3 under way, not committed); ``chunks_committed/K`` after
 window K's commit and mark; ``flush/K`` right after the K-th flush of all
 stores (the window is durable, its mark not yet written). On a normal finish
 OUT_JSON gets the progress events and the LLM's real calls per role.
@@ -62,7 +62,7 @@ async def run(workdir: Path, window: int, kill: str | None) -> dict:
 
     def progress(event: str, n: int) -> None:
         events.append((event, n))
-        if event != "chunks_extracted" or n == window:  # not the small document's event
+        if event != "chunks_extracted" or n == 1:  # a window's chunk, not the small document (2 chunks)
             die_at(event)
 
     rag = make_rag(workdir, window, progress)
