@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PLUGINS := $(wildcard plugins/*/pyproject.toml)
 STAMP := $(VENV)/.ragkit-installed
 
-.PHONY: install demo test contract-counts bench-index bench-recall bench bench-smoke clean
+.PHONY: install demo test contract-counts bench-index bench-recall bench-large bench bench-smoke clean
 
 # torch's CPU build first (this machine's pip find-links hold torch 2.13.0+cpu):
 # left to the resolver, sentence-transformers would pull a multi-GB CUDA build.
@@ -54,6 +54,12 @@ bench-index: $(STAMP)
 # context (benchmarks/README.md). BENCH_ARGS="--embedder sentence-transformers --embedder-options {}".
 bench-recall: $(STAMP)
 	$(PY) benchmarks/query_recall.py $(BENCH_ARGS)
+
+# One large text file (5 and 50 MiB of MuSiQue passages, fixed seed) indexed by
+# `ragkit index` with the offline LLM in a child process: wall time, peak RSS,
+# chunks/s (benchmarks/README.md). BENCH_ARGS="--mb 5" for one size.
+bench-large: $(STAMP)
+	$(PY) benchmarks/large_file.py $(BENCH_ARGS)
 
 # ragkit and LightRAG side by side (retrieval quality, indexing throughput,
 # query latency, scale): sets up LightRAG's own venv in benchmarks/.venv-lightrag,

@@ -22,6 +22,10 @@ class IndexConfig(BaseModel):
     max_docs_in_flight: int = Field(default=32, ge=1)
     max_batch_docs: int = Field(default=64, ge=1)
     """Most documents committed in one batch."""
+    window_chunks: int = Field(default=256, ge=1)
+    """A document with more chunks is extracted, merged and committed this many
+    chunks at a time (``ragkit.pipeline.windows``): memory stays bounded and a
+    cut-short run resumes after the last committed window."""
     extract: ExtractConfig = Field(default_factory=ExtractConfig)
     merge: MergeConfig = Field(default_factory=MergeConfig)
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from ragkit.core.stores import Stores
 from ragkit.core.tokens import request_tokens
 from ragkit.pipeline.chunk import get_chunker
+from ragkit.pipeline.windows import iter_chunks
 from ragkit.pipeline.index import IndexConfig
 from ragkit.pipeline.prompts import GLEANING_PROMPT, build_extraction_request
 from ragkit.protocols import ChatRequest, Tokenizer
@@ -70,7 +71,7 @@ async def dry_run(
             continue
         report.documents += 1
         row = {"chunks": 0, "llm_calls": 0, "input_tokens": 0}
-        for chunk in chunker.chunk(doc):
+        for chunk in iter_chunks(chunker, doc):  # as the indexer chunks it (large texts in segments)
             request = build_extraction_request(chunk.content, **kwargs)
             row["chunks"] += 1
             if await _cached(stores, model_id, request):

@@ -4,6 +4,12 @@ For every touched entity or relation: its sources are the stored ones, plus
 chunks added, minus chunks removed. No source left: the node or edge and its
 vector are deleted. Otherwise it is recomputed from the stored extractions of
 its sources (``merge``), and written with its vector only if it changed.
+
+A source chunk's extraction is read once per update, a page at a time, and only
+its rows about touched entities and relations are kept, indexed by key: looking
+a key up then costs its own fragments, not a scan of every row of every source
+(which made a large update quadratic), and memory holds the touched keys'
+fragments, not whole extractions.
 """
 
 from __future__ import annotations
@@ -20,6 +26,10 @@ from ragkit.core.keys import Pair, entity_key, relation_key
 from ragkit.core.stores import Stores
 from ragkit.pipeline.merge import Merger
 from ragkit.protocols import Embedder
+from ragkit.schema import Entity, Relation
+
+PAGE = 256
+"""Extractions read per store call."""
 
 
 @dataclass
@@ -55,40 +65,69 @@ class GraphUpdater:
         self.merger = merger
         self.embedder = embedder
         self.concurrency = concurrency
-        self._extractions: dict[str, ChunkExtraction] = {}
+        self._entities: dict[str, dict[str, list[Entity]]] = {}
+        """chunk id -> touched entity key -> its rows in that chunk"""
+        self._relations: dict[str, dict[Pair, list[Relation]]] = {}
+        self._changes = Changes()
+        self._keys: dict[str, str] = {}
 
     async def apply(self, changes: Changes) -> tuple[int, int]:
         """Returns (entities written or deleted, relations written or deleted)."""
-        self._extractions = {}
+        self._entities, self._relations, self._changes, self._keys = {}, {}, changes, {}
         # Relations first: deleting a node also deletes its edges, which would
         # hide them from the relation pass and leave their vectors behind.
         rels = await self._update_relations(changes)
         ents = await self._update_entities(changes)
         return ents, rels
 
-    async def _fragments(self, chunk_ids: Iterable[str]) -> list[ChunkExtraction]:
-        wanted = [c for c in dict.fromkeys(chunk_ids) if c not in self._extractions]
-        if wanted:
-            for cid, rec in zip(wanted, await self.stores.extractions.get_many(wanted)):
-                if rec is not None:
-                    self._extractions[cid] = ChunkExtraction.model_validate(rec)
-        return [self._extractions[c] for c in chunk_ids if c in self._extractions]
+    async def _load(self, chunk_ids: Iterable[str]) -> None:
+        """Index the touched keys' rows of these chunks' extractions (once each)."""
+        wanted = [c for c in dict.fromkeys(chunk_ids) if c not in self._entities]
+        for i in range(0, len(wanted), PAGE):
+            page = wanted[i : i + PAGE]
+            for cid, rec in zip(page, await self.stores.extractions.get_many(page)):
+                ents: dict[str, list[Entity]] = {}
+                rels: dict[Pair, list[Relation]] = {}
+                # Rows are validated one by one, and only the kept ones: a large
+                # update reads many extractions for few of their rows.
+                for row in rec.get("entities", ()) if rec is not None else ():
+                    key = self._key(row["name"])
+                    if key in self._changes.entities:
+                        ents.setdefault(key, []).append(Entity.model_validate(row))
+                for row in rec.get("relations", ()) if rec is not None else ():
+                    a, b = self._key(row["source"]), self._key(row["target"])
+                    pair = (a, b) if a <= b else (b, a)
+                    if pair in self._changes.relations:
+                        rels.setdefault(pair, []).append(Relation.model_validate(row))
+                self._entities[cid], self._relations[cid] = ents, rels
+
+    def _key(self, name: str) -> str:
+        """``entity_key``, remembered for this update (names repeat across chunks)."""
+        key = self._keys.get(name)
+        if key is None:
+            key = self._keys[name] = entity_key(name)
+        return key
+
+    async def _entity_fragments(self, key: str, sources: set[str]) -> list[Fragment]:
+        ordered = sorted(sources)
+        await self._load(ordered)
+        return [Fragment(c, e) for c in ordered for e in self._entities[c].get(key, ())]
+
+    async def _relation_fragments(self, pair: Pair, sources: set[str]) -> list[Fragment]:
+        ordered = sorted(sources)
+        await self._load(ordered)
+        return [Fragment(c, r) for c in ordered for r in self._relations[c].get(pair, ())]
 
     async def _update_entities(self, changes: Changes) -> int:
         keys = sorted(changes.entities)
         current = await self.stores.graph.get_nodes(keys)
-        await self._fragments(c for k in keys for c in changes.added.get(k, ()))
+        await self._load(c for k in keys for c in changes.added.get(k, ()))
 
         async def compute(key: str, props: dict | None) -> tuple[str, dict | None, dict | None]:
             sources = _sources(props, changes.added.get(key, set()), changes.removed_chunks)
             if not sources:
                 return key, props, None
-            frags = [
-                Fragment(ex.chunk_id, e)
-                for ex in await self._fragments(sorted(sources))
-                for e in ex.entities
-                if entity_key(e.name) == key
-            ]
+            frags = await self._entity_fragments(key, sources)
             if not frags:
                 return key, props, None
             return key, props, await self.merger.entity(key, frags)
@@ -111,12 +150,7 @@ class GraphUpdater:
             sources = _sources(props, changes.added_rel.get(pair, set()), changes.removed_chunks)
             if not sources:
                 return pair, props, None
-            frags = [
-                Fragment(ex.chunk_id, r)
-                for ex in await self._fragments(sorted(sources))
-                for r in ex.relations
-                if relation_key(r.source, r.target) == pair
-            ]
+            frags = await self._relation_fragments(pair, sources)
             if not frags:
                 return pair, props, None
             return pair, props, await self.merger.relation(pair, frags)

@@ -14,6 +14,14 @@ A document whose records no store could keep (``ragkit.core.text``) fails
 alone, before the committer writes anything of its batch, with an error naming
 the document and the cause; the other documents of the run and later runs are
 not affected.
+
+A document of more than ``window_chunks`` chunks is extracted, merged and
+committed one window at a time under the same commit lock as the batches
+(``ragkit.pipeline.windows``); it stays ``processing`` until its last window,
+then is marked processed with the committer's next batch, so it counts once.
+Progress events: ``chunks_planned`` (a windowed document's chunk count),
+``chunks_extracted`` (per document, or per chunk in a window),
+``chunks_committed`` (per window) and ``documents_committed``.
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ from ragkit.pipeline.config import IndexConfig
 from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
 from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
 from ragkit.pipeline.merge import Merger
+from ragkit.pipeline.windows import COMMITTED_MARK, SEGMENT_CHARS, committed_mark, iter_chunks
+from ragkit.pipeline.windows import chunk_ids as plan_chunk_ids
 from ragkit.protocols import Embedder, Tokenizer
 from ragkit.schema import LEGACY_DELETING_FLAG, Chunk, DocStatus, DocStatusRecord, Document, utcnow
 
@@ -44,6 +54,8 @@ class DocOutcome:
     chunks: list[Chunk] = field(default_factory=list)
     extractions: list[ChunkExtraction] = field(default_factory=list)
     error: str | None = None
+    windowed_chunks: int = 0
+    """Chunks already committed window by window (then ``chunks`` is empty)."""
 
 
 @dataclass
@@ -80,6 +92,12 @@ class Indexer:
         self.chunker = get_chunker(config.chunker, tokenizer, config.chunk_size, config.chunk_overlap)
         self.updater = GraphUpdater(stores, Merger(llm, tokenizer, config.merge), embedder)
         self.progress = progress or (lambda event, n: None)
+        self.segment_chars = SEGMENT_CHARS
+        self._commit_lock = asyncio.Lock()  # batches and windows never merge at once
+        self._resume: dict[str, int] = {}  # doc id -> chunks already committed (recover)
+        # One large document at a time: a window already fills the LLM slots,
+        # and memory then holds one window of extractions, not one per file.
+        self._large = asyncio.Semaphore(1)
 
     # -- insert ----------------------------------------------------------------
 
@@ -160,7 +178,8 @@ class Indexer:
                 while len(batch) < min(remaining, self.config.max_batch_docs):
                     batch.append(await queue.get())
                 remaining -= len(batch)
-                await self._commit(batch, report)
+                async with self._commit_lock:
+                    await self._commit(batch, report)
         finally:
             for task in tasks:
                 task.cancel()
@@ -168,7 +187,16 @@ class Indexer:
     async def _extract_doc(self, doc: Document) -> DocOutcome:
         outcome = DocOutcome(doc)
         try:
+            if len(doc.content) > self.segment_chars:
+                async with self._large:
+                    outcome.windowed_chunks = await self._windowed(doc, None)
+                return outcome
             outcome.chunks = self.chunker.chunk(doc)
+            if len(outcome.chunks) > self.config.window_chunks:
+                chunks, outcome.chunks = outcome.chunks, []
+                async with self._large:
+                    outcome.windowed_chunks = await self._windowed(doc, chunks)
+                return outcome
             await self.stores.doc_status.upsert([await self._status(doc.id, DocStatus.PROCESSING, outcome.chunks)])
             outcome.extractions = list(
                 await asyncio.gather(*(extract_chunk(c, self.llm, self.config.extract) for c in outcome.chunks))
@@ -186,19 +214,49 @@ class Indexer:
             outcome.error = redact(error, exc=exc)
         return outcome
 
-    async def _status(self, doc_id: str, status: DocStatus, chunks: list[Chunk] | None = None, error: str | None = None) -> DocStatusRecord:
-        (record,) = await self.stores.doc_status.get([doc_id])
-        assert record is not None
-        update: dict = {"status": status, "updated_at": utcnow(), "error": error}
-        if chunks is not None:
-            update["chunk_ids"] = [c.id for c in chunks]
-        return record.model_copy(update=update)
+    async def _windowed(self, doc: Document, chunks: list[Chunk] | None) -> int:
+        """Extract, merge and commit ``doc`` one window of chunks at a time
+        (``chunks`` given, or streamed from its text); returns the chunk count."""
+        ids = [c.id for c in chunks] if chunks is not None else plan_chunk_ids(self.chunker, doc, self.segment_chars)
+        done = self._resume.pop(doc.id, 0)
+        await self.stores.doc_status.upsert([await self._status(doc.id, DocStatus.PROCESSING, ids=ids, mark=done)])
+        self.progress("chunks_planned", len(ids))
+        if done:
+            self.progress("chunks_committed", done)
+        stream = iter(chunks) if chunks is not None else iter_chunks(self.chunker, doc, self.segment_chars)
+        window: list[Chunk] = []
+        for chunk in stream:
+            window.append(chunk)
+            if len(window) == self.config.window_chunks:
+                await self._window(doc, window, done)
+                window = []
+        if window:
+            await self._window(doc, window, done)
+        return len(ids)
 
-    async def _commit(self, batch: list[DocOutcome], report: IndexReport) -> None:
-        ok = [o for o in batch if o.error is None]
-        failed = [o for o in batch if o.error is not None]
-        chunks = [c for o in ok for c in o.chunks]
-        extractions = [e for o in ok for e in o.extractions]
+    async def _window(self, doc: Document, window: list[Chunk], done: int) -> None:
+        end = window[-1].order + 1
+        if end <= done:  # committed before the run was cut short
+            return
+        extractions = list(await asyncio.gather(*(self._extract_one(c) for c in window)))
+        problem = unstorable(extractions)
+        if problem:
+            raise ExtractionError(f"the extraction cannot be stored ({problem})")
+        async with self._commit_lock:
+            await self._write(window, extractions)
+            # After the flush: a crash from here on keeps these chunks.
+            await self.stores.doc_status.upsert([await self._status(doc.id, DocStatus.PROCESSING, mark=end)])
+        self.progress("chunks_committed", len(window))
+
+    async def _extract_one(self, chunk: Chunk) -> ChunkExtraction:
+        """One chunk of a window, counted as it finishes: a window's extraction
+        takes minutes with a slow model, and progress must not sit still."""
+        extraction = await extract_chunk(chunk, self.llm, self.config.extract)
+        self.progress("chunks_extracted", 1)
+        return extraction
+
+    async def _write(self, chunks: list[Chunk], extractions: list[ChunkExtraction]) -> None:
+        """Chunks, extractions, the graph update and vectors, then a flush."""
         await self.stores.chunks.upsert({c.id: chunk_record(c) for c in chunks})
         await self.stores.extractions.upsert({e.chunk_id: e.model_dump(mode="json") for e in extractions})
         changes = Changes()
@@ -210,6 +268,33 @@ class Indexer:
             [c.id for c in chunks], vectors, [chunk_meta(c) for c in chunks]
         )
         await self.stores.flush()
+
+    async def _status(
+        self, doc_id: str, status: DocStatus, chunks: list[Chunk] | None = None, error: str | None = None,
+        *, ids: list[str] | None = None, mark: int | None = None,
+    ) -> DocStatusRecord:
+        (record,) = await self.stores.doc_status.get([doc_id])
+        assert record is not None
+        update: dict = {"status": status, "updated_at": utcnow(), "error": error}
+        if chunks is not None:
+            ids = [c.id for c in chunks]
+        if ids is not None:
+            update["chunk_ids"] = ids
+        # The windows' mark lives until the document is processed (a failed
+        # one keeps it: its committed windows are still there to resume from).
+        if status is DocStatus.PROCESSED or mark is not None:
+            metadata = {k: v for k, v in record.metadata.items() if k != COMMITTED_MARK}
+            if mark:
+                metadata[COMMITTED_MARK] = mark
+            update["metadata"] = metadata
+        return record.model_copy(update=update)
+
+    async def _commit(self, batch: list[DocOutcome], report: IndexReport) -> None:
+        ok = [o for o in batch if o.error is None]
+        failed = [o for o in batch if o.error is not None]
+        chunks = [c for o in ok for c in o.chunks]
+        extractions = [e for o in ok for e in o.extractions]
+        await self._write(chunks, extractions)
         # Before the status: a processed document is never redone, so its old
         # version must be gone by then.
         report.replaced += await self._replace_old_versions([o.doc for o in ok])
@@ -218,7 +303,7 @@ class Indexer:
         await self.stores.doc_status.upsert(statuses)
         report.processed += [o.doc.id for o in ok]
         report.failed.update({o.doc.id: o.error or "" for o in failed})
-        report.chunks += len(chunks)
+        report.chunks += len(chunks) + sum(o.windowed_chunks for o in ok)
         report.dropped_rows += sum(e.dropped for e in extractions)
         self.progress("documents_committed", len(ok))
 
@@ -255,7 +340,9 @@ class Indexer:
         redo = [r for r in interrupted if not r.metadata.get(LEGACY_DELETING_FLAG)]
         if not redo:
             return deleting
-        await self._remove_contribution(redo)
+        heads = await self._resumable(redo)
+        await self._remove_contribution(redo, keep=heads)
+        self._resume.update(heads)
         docs = await self.stores.full_docs.get_many([r.id for r in redo])
         requeue = [
             _stored_doc(r.id, d)
@@ -267,6 +354,22 @@ class Indexer:
         )
         await self._run(requeue, report or IndexReport())
         return deleting + [r.id for r in redo]
+
+    async def _resumable(self, records: Sequence[DocStatusRecord]) -> dict[str, int]:
+        """Documents cut short between windows, with the chunks committed before:
+        kept when chunking the text again still gives those chunk ids."""
+        out: dict[str, int] = {}
+        for rec in records:
+            mark = committed_mark(rec.metadata)
+            if not mark or len(rec.chunk_ids) < mark:
+                continue
+            (doc,) = await self.stores.full_docs.get_many([rec.id])
+            if doc is None:
+                continue
+            again = plan_chunk_ids(self.chunker, _stored_doc(rec.id, doc), self.segment_chars)
+            if again[:mark] == rec.chunk_ids[:mark]:
+                out[rec.id] = mark
+        return out
 
     async def _list(self, status: DocStatus) -> list[DocStatusRecord]:
         """Every record of one status (recovery works on all of them at once)."""
@@ -309,12 +412,19 @@ class Indexer:
         await self.stores.doc_status.delete(ids)
         return ids
 
-    async def _remove_contribution(self, records: Sequence[DocStatusRecord]) -> None:
+    async def _remove_contribution(self, records: Sequence[DocStatusRecord], keep: dict[str, int] | None = None) -> None:
+        """Undo what ``records`` added; ``keep`` spares each named document's
+        first chunks (committed windows a resumed run goes on from)."""
         chunk_ids = await self._chunk_ids(records)
+        if keep:
+            kept = {c for r in records if r.id in keep for c in r.chunk_ids[: keep[r.id]]}
+            chunk_ids = [c for c in chunk_ids if c not in kept]
         changes = Changes()
-        for rec in await self.stores.extractions.get_many(chunk_ids):
-            if rec is not None:
-                changes.remove_extraction(ChunkExtraction.model_validate(rec))
+        step = self.config.window_chunks  # a large document's extractions, a page at a time
+        for i in range(0, len(chunk_ids), step):
+            for rec in await self.stores.extractions.get_many(chunk_ids[i : i + step]):
+                if rec is not None:
+                    changes.remove_extraction(ChunkExtraction.model_validate(rec))
         changes.removed_chunks.update(chunk_ids)
         await self.updater.apply(changes)
         await self.stores.chunk_vectors.delete(chunk_ids)
@@ -332,7 +442,7 @@ class Indexer:
                 continue
             (doc,) = await self.stores.full_docs.get_many([rec.id])
             if doc is not None:
-                out += [c.id for c in self.chunker.chunk(_stored_doc(rec.id, doc))]
+                out += plan_chunk_ids(self.chunker, _stored_doc(rec.id, doc), self.segment_chars)
         return list(dict.fromkeys(out))
 
 
