@@ -24,7 +24,7 @@ from ragkit.core.stores import Stores
 from ragkit.pipeline.check import check
 from ragkit.pipeline.chunk import TokenChunker
 from ragkit.pipeline.windows import COMMITTED_MARK, iter_chunks, segments
-from ragkit.schema import DocStatus, Document
+from ragkit.schema import DocStatus, Document, Segment
 from ragkit.settings import Settings
 from ragkit.testing.snapshot import store_snapshot
 from ragkit.tokenizer import TiktokenTokenizer
@@ -48,6 +48,24 @@ def test_segments_cover_the_text_and_cut_at_breaks():
     assert all(text[s:e].endswith("\n\n") for s, e in parts[:-1])  # paragraph breaks were there
     # No break at all: hard cuts at the size.
     assert list(segments("x" * 2500, 1000)) == [(0, 1000), (1000, 2000), (2000, 2500)]
+
+
+def test_large_texts_keep_their_locations():
+    """Above the threshold a plain text's chunks still say where they lie
+    (character spans into the whole text), and a loaded file is chunked along
+    its own pages, so its chunks keep their page numbers."""
+    chunker = TokenChunker(TiktokenTokenizer(), 64, 8)
+    text = "\n\n".join(f"Paragraph {i} tells of harbour {i} and its keeper." for i in range(300))
+    for chunk in iter_chunks(chunker, Document(id="d", content=text), segment_chars=2000):
+        loc = chunk.location
+        assert loc is not None and text[loc.char_start:loc.char_end] == chunk.content
+    pages = [f"Page {p} text about lighthouse {p}. " * 20 for p in range(1, 41)]
+    starts = [sum(len(x) for x in pages[:i]) for i in range(len(pages))]
+    segs = [Segment(start=a, end=a + len(t), page=i + 1) for i, (a, t) in enumerate(zip(starts, pages))]
+    doc = Document(id="p", content="".join(pages), segments=segs)
+    chunks = list(iter_chunks(chunker, doc, segment_chars=2000))
+    assert len(doc.content) > 2000 and all(c.location and c.location.page_start for c in chunks)
+    assert chunks[-1].location.page_end == 40
 
 
 def test_iter_chunks_is_plain_chunking_below_the_threshold_and_valid_above():
