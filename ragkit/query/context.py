@@ -5,10 +5,16 @@ references) separated by a blank line: a header, then the rows. Entities,
 relations and chunks are JSON lines (``json.dumps`` of each row, ``lines.py``)
 in a ``json`` code block; references are ``[n] path`` lines.
 
-Budgets: entities and relations each have their own; chunks get what remains of
-the total after the prompt without the context (system prompt, question,
-history) and the graph sections. Every reported count is exact, by the
-configured tokenizer: the context's, each section's and the whole prompt's.
+Budgets: the chunks come first. The candidates arrive fused by rank and cut
+to ``chunk_top_k`` (one bound for every source of chunks, ``engine.py``); they
+are taken in rank order while they fit the total, after the prompt without the
+context (system prompt, question, history). The entities and relations those
+chunks support then share what is left, each within its own budget, in
+proportion to the two budgets (what one leaves goes to the other). So a small
+total never starves the chunks (the evidence, and what recall measures), and a
+large one is filled with graph rows up to their own budgets. Every reported
+count is exact, by the configured tokenizer: the context's, each section's and
+the whole prompt's.
 Where the tokenizer guarantees a token boundary at the start of a line
 (``ragkit.core.tokens.splits_between``), a text's count is the sum of its
 lines' counts, each line's from its parts (the part of a row that shows no
@@ -17,17 +23,13 @@ is kept per tokenizer (``counting.TokenCounts``): a query encodes only text no
 earlier query showed. Otherwise the texts are counted whole. Choosing works on
 estimates (a line's count before its references are known, plus a reserve for
 them); the rendered context is then counted, and while a section or the prompt
-is over its budget it is trimmed and rendered again; room the reserves left
-unused goes, once, to more chunks. The code block's closing line keeps every
-row followed by a line break, so a chunk's text is counted once, not once more
-as the last row of its section.
+is over its budget the graph sections' last rows go first, then chunks; room
+the reserves left unused is given, once, to more rows. The code block's closing
+line keeps every row followed by a line break, so a chunk's text is counted
+once, not once more as the last row of its section.
 
-Claims stay with their evidence. Supporting chunks are chosen in two passes:
-first, for each kept entity and relation in rank order, its best-ranked source
-chunk if none is chosen yet (so evidence is not crowded out by chunks that merely
-rank well); then any other chunks in rank order while they fit. An entity or
-relation none of whose source chunks made it is dropped, never shown as a
-conclusion without its evidence; the freed tokens go to more chunks.
+Claims stay with their evidence: only entities and relations with a source
+chunk in the context are shown, never a conclusion without its evidence.
 
 Each chunk carries the reference number of its document; chunks of one document
 share it.
