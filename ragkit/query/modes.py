@@ -138,7 +138,7 @@ class Hybrid(QueryMode):
 
 class Mix(Hybrid):
     name = "mix"
-    description = "hybrid plus the question's nearest chunks (the default)"
+    description = "hybrid plus the question's nearest chunks"
 
     def texts(self, question: str, keywords: Keywords, param: QueryParam) -> list[str]:
         return [*super().texts(question, keywords, param), question]
@@ -151,7 +151,7 @@ class Mix(Hybrid):
 
 class PPR(QueryMode):
     name = "ppr"
-    description = "personalized PageRank from the question's entities, for multi-hop questions"
+    description = "personalized PageRank from the question's entities, for multi-hop questions (the default)"
     cites_sources = False  # the walk scored its chunks already
 
     def texts(self, question: str, keywords: Keywords, param: QueryParam) -> list[str]:
