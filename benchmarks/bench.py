@@ -313,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-entity-tokens", type=int, default=6000)
     p.add_argument("--max-relation-tokens", type=int, default=8000)
     p.add_argument("--max-total-tokens", type=int, default=30000)
+    p.add_argument("--sweep", default="4000,8000,12000",
+                   help="ragkit's quality run also queries every mode at these total budgets (issue 17)")
     p.add_argument("--no-report", action="store_true")
     args = p.parse_args(argv)
     size = "smoke" if args.smoke else "quick" if args.quick else "full"
@@ -366,11 +368,15 @@ def main(argv: list[str] | None = None) -> int:
 
     if "quality" in parts:
         q = {}
-        r.run("quality: ragkit (MiniLM)", rk + ["quality", "--inputs", inputs, "--out", work / "rk_quality.json",
-                                                "--embedder", "minilm", "--variants"] + budgets(args))
         r.run(f"quality: LightRAG (MiniLM, {batch} passages per document)",
               lr + ["quality", "--inputs", inputs, "--out", work / "lr_quality.json", "--embedder", "minilm",
                     "--batch", str(batch)] + budgets(args) + tk)
+        # ragkit again at LightRAG's measured context size per mode, and at fixed total budgets (issue 17)
+        equal = {m: round(sum(x["context_tokens"] for x in d["questions"]) / len(d["questions"]))
+                 for m, d in read_json(work / "lr_quality.json")["modes"].items() if d["questions"]}
+        r.run("quality: ragkit (MiniLM)", rk + ["quality", "--inputs", inputs, "--out", work / "rk_quality.json",
+                                                "--embedder", "minilm", "--variants", "--sweep", args.sweep,
+                                                "--equal-tokens", json.dumps(equal)] + budgets(args))
         for system, raw in (("ragkit", "rk_quality.json"), ("lightrag", "lr_quality.json")):
             r.run(f"score {system}", rk + ["score", "--inputs", inputs, "--run-file", work / raw,
                                           "--out", work / f"{system}_scores.json"] + budgets(args))

@@ -48,6 +48,10 @@ from _shared import (  # noqa: E402
 MODES = ["naive", "local", "global", "hybrid", "mix"]
 RAGKIT_ONLY_MODES = ["ppr"]
 """Modes LightRAG does not have: measured for ragkit alone in the quality run."""
+SPLIT = ("A", "B")
+"""The questions' split, by position in the questions file: even positions are
+half A (every ranking choice was made on it), odd ones half B (confirmation
+only). The score reports recall and recall@5 on each half."""
 
 
 # -- shared inputs ----------------------------------------------------------------
@@ -214,33 +218,66 @@ def minilm_embedder(backend: str = "onnx") -> Any:
     return SentenceTransformerEmbedder({"backend": backend})
 
 
-def query_param(mode: str, q: dict, args: argparse.Namespace):
+def query_param(mode: str, q: dict, args: argparse.Namespace, **override: Any):
     from ragkit.schema import QueryParam
 
+    budgets = {"top_k": args.top_k, "chunk_top_k": args.chunk_top_k, "max_entity_tokens": args.max_entity_tokens,
+               "max_relation_tokens": args.max_relation_tokens, "max_total_tokens": args.max_total_tokens}
     return QueryParam(
         mode=mode, only_need_context=True, enable_rerank=False,
         high_level_keywords=q["high"], low_level_keywords=q["low"],
-        top_k=args.top_k, chunk_top_k=args.chunk_top_k, max_entity_tokens=args.max_entity_tokens,
-        max_relation_tokens=args.max_relation_tokens, max_total_tokens=args.max_total_tokens,
-        chunk_ranking=getattr(args, "chunk_ranking", "support"),
+        chunk_ranking=getattr(args, "chunk_ranking", "support"), **{**budgets, **override},
     )
 
 
 async def query_all(rag: Any, questions: list[dict], args: argparse.Namespace, modes: list[str],
-                    embedder: CountingEmbedder) -> dict:
+                    embedder: CountingEmbedder, **override: Any) -> dict:
     out: dict[str, Any] = {}
     for mode in modes:
         rows = []
         for q in questions:
             e0, t0 = embedder.seconds, time.perf_counter()
-            result = await rag.aquery(q["question"], query_param(mode, q, args))
+            result = await rag.aquery(q["question"], query_param(mode, q, args, **override))
             seconds = time.perf_counter() - t0
             rows.append({"id": q["id"], "chunks": [c["content"] for c in result.chunks], "seconds": seconds,
                          "embed_seconds": embedder.seconds - e0,
                          # counted as LightRAG's worker counts its context: the whole text, same encoding
                          "context_tokens": rag.tokenizer.count(result.context),
+                         "prompt_tokens": result.metadata.get("tokens", {}).get("prompt_total", 0),
+                         # budget-bound: rows were left out for the token budget (not for lack of material)
+                         "budget_bound": _budget_bound(result.metadata),
                          "stages": result.metadata.get("timings", {})})
-        out[mode] = {"questions": rows, **latencies(rows)}
+        out[mode] = {"questions": rows, **latencies(rows),
+                     **({"max_total_tokens": override["max_total_tokens"]} if "max_total_tokens" in override else {})}
+    return out
+
+
+def _budget_bound(meta: dict) -> bool:
+    """Found material was left out for the token budget: candidate chunks
+    (within chunk_top_k) not shown, or supported entities or relations cut."""
+    cut = meta.get("truncated", {})
+    return bool(cut.get("entities") or cut.get("relations") or meta.get("chunks_left_out"))
+
+
+async def budget_runs(rag: Any, questions: list[dict], args: argparse.Namespace, embedder: CountingEmbedder
+                      ) -> dict[str, Any]:
+    """Every mode at each ``--sweep`` total budget (``MODE@TOKENS``), and at
+    ``--equal-tokens`` (``MODE@lightrag``: LightRAG's measured mean context for
+    that mode as the total budget)."""
+    modes = args.modes.split(",")
+    out: dict[str, Any] = {}
+    for total in [int(x) for x in args.sweep.split(",") if x]:
+        more = await query_all(rag, questions, args, modes, embedder, max_total_tokens=total)
+        out.update({f"{m}@{total}": v for m, v in more.items()})
+    for mode, total in (json.loads(args.equal_tokens) if args.equal_tokens else {}).items():
+        if mode in modes:
+            more = await query_all(rag, questions, args, [mode], embedder, max_total_tokens=int(total))
+            out[f"{mode}@lightrag"] = more[mode]
+    if out and "ppr" in modes:  # ppr at LightRAG mix's context: the best mode at mix's cost
+        mix = (json.loads(args.equal_tokens) if args.equal_tokens else {}).get("mix")
+        if mix:
+            more = await query_all(rag, questions, args, ["ppr"], embedder, max_total_tokens=int(mix))
+            out["ppr@lightrag-mix"] = more["ppr"]
     return out
 
 
@@ -266,6 +303,7 @@ async def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             index_s = None if indexed else time.perf_counter() - t0
             embedded = {"texts": embedder.texts, "calls": embedder.calls}
             modes = await query_all(rag, questions, args, args.modes.split(","), embedder)
+            modes.update(await budget_runs(rag, questions, args, embedder))
             if args.variants:  # the graph modes again on the same index, graph chunks by similarity
                 args.chunk_ranking = "similarity"
                 graph_modes = [m for m in args.modes.split(",") if m in MODES and m != "naive"]
@@ -359,7 +397,9 @@ def score(args: argparse.Namespace) -> None:
     from ragkit.testing.recall import score as score_one
     from ragkit.testing.recall import summarise
 
-    questions = {q["id"]: q for q in read_json(Path(args.inputs) / "questions.json")}
+    listed = read_json(Path(args.inputs) / "questions.json")
+    questions = {q["id"]: q for q in listed}
+    half = {q["id"]: SPLIT[i % 2] for i, q in enumerate(listed)}
     run = read_json(args.run)
     table = {}
     for mode, data in run["modes"].items():
@@ -369,8 +409,23 @@ def score(args: argparse.Namespace) -> None:
             # recall@N at LightRAG's chunk count (chunk_top_k): the same number of chunks for both
             rows.append({**score_one(ranked, gold), f"recall@{args.chunk_top_k}":
                          len(gold & set(ranked[: args.chunk_top_k])) / len(gold)})
+        halves = {}
+        for name in SPLIT:  # the split every ranking choice was made on (choose on A, confirm on B)
+            mine = [row for row, r in zip(rows, data["questions"]) if half[r["id"]] == name]
+            if mine:
+                halves.update({f"recall_{name}": summarise(mine)["recall"], f"recall@5_{name}": summarise(mine)["recall@5"]})
+        fill = {}
+        if data.get("max_total_tokens"):  # a budget run: how much of the budget the context uses
+            bound = [r for r in data["questions"] if r.get("budget_bound")]
+            fill = {"max_total_tokens": data["max_total_tokens"],
+                    "prompt_tokens_mean": round(statistics.mean(r.get("prompt_tokens", 0) for r in data["questions"])),
+                    "fill": round(statistics.mean(r.get("prompt_tokens", 0) for r in data["questions"])
+                                  / data["max_total_tokens"], 3),
+                    "budget_bound_share": round(len(bound) / len(data["questions"]), 2),
+                    "fill_when_bound": round(statistics.mean(r["prompt_tokens"] for r in bound)
+                                             / data["max_total_tokens"], 3) if bound else None}
         table[mode] = {
-            **summarise(rows),
+            **summarise(rows), **halves, **fill,
             "context_tokens_mean": round(statistics.mean(r["context_tokens"] for r in data["questions"])),
             "chunks_mean": round(statistics.mean(len(r["chunks"]) for r in data["questions"]), 1),
             **data["latency"],
@@ -426,6 +481,10 @@ def main() -> int:
                         "and every mode with MiniLM on torch (as MODE/torch)")
     p.add_argument("--chunk-ranking", choices=["support", "similarity"], default="support",
                    help="QueryParam.chunk_ranking of the quality run (ragkit's default: support)")
+    p.add_argument("--sweep", default="",
+                   help="quality: also every mode at these total budgets, comma list (as MODE@TOKENS)")
+    p.add_argument("--equal-tokens", default="",
+                   help='quality: JSON {mode: tokens}: also each mode at that total budget (as MODE@lightrag)')
     p.add_argument("--top-k", type=int, default=40)
     p.add_argument("--chunk-top-k", type=int, default=20)
     p.add_argument("--max-entity-tokens", type=int, default=6000)

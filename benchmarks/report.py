@@ -82,6 +82,8 @@ def targets_section(res: dict, lines: list[str]) -> None:
             rows.append(["… ragkit with MiniLM on torch, as LightRAG runs it", "(not a target)",
                          ", ".join(f"{m} {rk[f'{m}/torch']['p50_ms'] / lr[m]['p50_ms']:.2f}" for m in on_torch),
                          "see §3"])
+    if q:
+        rows += equal_cost_targets(q["ragkit"]["scores"], q["lightrag"]["scores"])
     if t:
         a, c = t["latency"]["ragkit"], t["latency"]["lightrag"]
         w = a["wall_s"] / c["wall_s"]
@@ -92,9 +94,47 @@ def targets_section(res: dict, lines: list[str]) -> None:
                      f"{e[0]:.2f} ({t['prefix']} passages), {e[1]:.2f} (all)",
                      "met" if min(e) >= 0.9 else "not met"])
     if rows:
-        lines += ["## Issue 8's targets in this run", ""]
+        lines += ["## Targets (issues 8 and 17) in this run", ""]
         lines += table(["target", "wanted", "measured", ""], rows)
         lines += [""]
+
+
+def equal_cost_targets(rk: dict, lr: dict) -> list[list[str]]:
+    """Issue 17's retrieval targets, when the run measured them."""
+    rows = []
+    sweep = sorted({int(k.split("@")[1]) for k in rk if "@" in k and k.split("@")[1].isdigit()})
+    if sweep:
+        below, unfilled = [], []
+        for b in sweep:
+            for m in MODES[1:] + RAGKIT_ONLY:
+                x, naive = rk.get(f"{m}@{b}"), rk.get(f"naive@{b}")
+                if x is None or naive is None:
+                    continue
+                if x["recall"] < naive["recall"]:
+                    below.append(f"{m}@{b} {x['recall']:.3f} < {naive['recall']:.3f}")
+                if x.get("fill_when_bound") is not None and x["fill_when_bound"] < 0.85:
+                    unfilled.append(f"{m}@{b} {x['fill_when_bound']:.2f}")
+        rows.append([f"every graph mode's recall ≥ `naive`'s at budgets {', '.join(map(str, sweep))}", "all",
+                     "; ".join(below) or "all", "met" if not below else "not met"])
+        rows.append(["… context fill when material was left out for the budget", "≥ 0.85",
+                     "; ".join(unfilled) or "all ≥ 0.85", "met" if not unfilled else "not met"])
+    equal = [m for m in MODES + RAGKIT_ONLY if f"{m}@lightrag" in rk] + (["ppr@lightrag-mix"] if "ppr@lightrag-mix" in rk else [])
+    if equal and "mix" in lr:
+        limit = lr["mix"]["context_tokens_mean"]
+        keys = [k if "@" in k else f"{k}@lightrag" for k in equal]
+        fitting = [k for k in keys if rk[k]["context_tokens_mean"] <= limit]
+        best_lr = max((m for m in MODES if m in lr), key=lambda m: lr[m]["recall"])
+        if fitting:
+            best = max(fitting, key=lambda k: rk[k]["recall"])
+            x, d = rk[best], 100 * (rk[best]["recall"] - lr[best_lr]["recall"])
+            rows.append([f"at a context ≤ LightRAG mix's ({limit:,} tokens): ragkit best − LightRAG best",
+                         "≥ +10 points", f"{d:+.1f} (`{best}` {x['recall']:.3f}, {x['context_tokens_mean']:,} tokens, "
+                         f"vs `{best_lr}` {lr[best_lr]['recall']:.3f})", "met" if d >= 10 else "not met"])
+            halves = [x.get("recall@5_A"), x.get("recall@5_B")]
+            ok = all(h is not None and h >= 0.72 for h in halves)
+            rows.append(["… its recall@5 on both halves (A, B)", "≥ 0.72",
+                         f"{fmt(halves[0])}, {fmt(halves[1])}", "met" if ok else "not met"])
+    return rows
 
 
 def quality_section(res: dict, lines: list[str]) -> None:
@@ -150,10 +190,9 @@ def quality_section(res: dict, lines: list[str]) -> None:
                     "chunks ragkit", "chunks LightRAG", "tokens ragkit", "tokens LightRAG", "tokens ratio"], rows)
     lines += [
         "",
-        f"@{n} is recall within the first {n} chunks, LightRAG's `chunk_top_k`: LightRAG never puts more than "
-        f"{n} chunks in its context, while ragkit's `chunk_top_k` bounds only the vector-found chunks and the "
-        "chunks cited by graph items fill the rest of the token budget. Recall at the same number of chunks is "
-        f"the @{n} column.",
+        f"@{n} is recall within the first {n} chunks. `chunk_top_k` ({n}) bounds the chunks of the context "
+        "in both systems, from every source of chunks (vector hits, chunks cited by graph items, chunks "
+        "reached by the walk), fused by rank in ragkit.",
     ]
     best_rk = max((m for m in MODES + RAGKIT_ONLY if m in rk), key=lambda m: rk[m]["recall"])
     best_lr = max((m for m in MODES if m in lr), key=lambda m: lr[m]["recall"])
@@ -185,6 +224,64 @@ def quality_section(res: dict, lines: list[str]) -> None:
                              fmt(x["context_tokens_mean"]), fmt(x["p50_ms"], 1)])
         lines += table(["mode", "chunk ranking", "recall", "all", "@2", "@5", f"@{n}", "chunks", "tokens",
                         "p50 ms"], rows)
+        lines += [""]
+
+
+def equal_cost_section(res: dict, lines: list[str]) -> None:
+    """Issue 17: recall at LightRAG's context size, and at fixed total budgets."""
+    q = res.get("quality")
+    if not q:
+        return
+    rk, lr = q["ragkit"]["scores"], q["lightrag"]["scores"]
+    equal = [m for m in MODES + RAGKIT_ONLY if f"{m}@lightrag" in rk]
+    sweep = sorted({int(k.split("@")[1]) for k in rk if "@" in k and k.split("@")[1].isdigit()})
+    if not equal and not sweep:
+        return
+    lines += ["## 1b. At equal cost", "",
+              "The questions are split by position in the questions file: even positions are half A (every "
+              "ranking choice was made on it), odd positions half B (confirmation only). Tokens are context "
+              "tokens (cl100k_base); *budget* is `max_total_tokens`, which also holds the answer prompt's "
+              "system text and question, so ragkit's context is smaller than its budget.", ""]
+    if equal:
+        rows = []
+        for m in equal:
+            a, c = rk[f"{m}@lightrag"], lr.get(m, {})
+            rows.append([m, fmt(a["max_total_tokens"]), fmt(c.get("context_tokens_mean")), fmt(a["context_tokens_mean"]),
+                         fmt(c.get("chunks_mean"), 1), fmt(a["chunks_mean"], 1),
+                         fmt(c.get("recall")), fmt(a["recall"]), f"{100 * (a['recall'] - c.get('recall', 0)):+.1f}",
+                         fmt(a.get("recall_A")), fmt(a.get("recall_B")), fmt(a["recall@5"]),
+                         fmt(a.get("recall@5_A")), fmt(a.get("recall@5_B"))])
+        if "ppr@lightrag-mix" in rk and "mix" in lr:
+            a, c = rk["ppr@lightrag-mix"], lr["mix"]
+            rows.append(["ppr at LightRAG mix's size", fmt(a["max_total_tokens"]), fmt(c["context_tokens_mean"]),
+                         fmt(a["context_tokens_mean"]), fmt(c["chunks_mean"], 1), fmt(a["chunks_mean"], 1),
+                         fmt(c["recall"]), fmt(a["recall"]), f"{100 * (a['recall'] - c['recall']):+.1f}",
+                         fmt(a.get("recall_A")), fmt(a.get("recall_B")), fmt(a["recall@5"]),
+                         fmt(a.get("recall@5_A")), fmt(a.get("recall@5_B"))])
+        lines += ["Each ragkit mode with `max_total_tokens` = LightRAG's measured mean context for that mode "
+                  "(other budgets as in §1):", ""]
+        lines += table(["mode", "budget", "tokens LightRAG", "tokens ragkit", "chunks LightRAG", "chunks ragkit",
+                        "recall LightRAG", "recall ragkit", "Δ", "ragkit A", "ragkit B", "@5 ragkit", "@5 A",
+                        "@5 B"], rows)
+        lines += [""]
+    if sweep:
+        rows = []
+        for m in MODES + RAGKIT_ONLY:
+            for b in sweep:
+                x = rk.get(f"{m}@{b}")
+                if x is None:
+                    continue
+                naive = rk.get(f"naive@{b}", {})
+                rows.append([m, fmt(b), fmt(x["recall"]), fmt(x.get("recall_A")), fmt(x.get("recall_B")),
+                             "yes" if m == "naive" or x["recall"] >= naive.get("recall", 0) else "**no**",
+                             fmt(x["recall@5"]), fmt(x["chunks_mean"], 1), fmt(x["context_tokens_mean"]),
+                             fmt(x.get("fill")), fmt(x.get("budget_bound_share"), 2), fmt(x.get("fill_when_bound"))])
+        lines += ["Every mode at fixed total budgets (other budgets as in §1). *fill* = mean prompt tokens / "
+                  "budget; *bound* = share of questions where found material (candidate chunks within "
+                  "`chunk_top_k`, supported entities or relations) was left out for the budget; *fill when bound* "
+                  "= fill over those questions (the target: ≥ 0.85).", ""]
+        lines += table(["mode", "budget", "recall", "A", "B", "≥ naive", "@5", "chunks", "tokens", "fill", "bound",
+                        "fill when bound"], rows)
         lines += [""]
 
 
@@ -438,6 +535,7 @@ def render(res: dict, source: str | None = None) -> str:
     ]
     targets_section(res, lines)
     quality_section(res, lines)
+    equal_cost_section(res, lines)
     throughput_section(res, lines)
     latency_section(res, lines)
     scale_section(res, lines)

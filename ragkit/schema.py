@@ -246,11 +246,14 @@ class Relation(Frozen):
 class QueryParam(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    mode: str = "mix"
+    mode: str = "ppr"
     """A registered query mode (``ragkit plugins`` lists them; built-in: naive,
-    local, global, hybrid, mix, ppr, bypass) or an import path ``pkg.mod:Class``."""
+    local, global, hybrid, mix, ppr, bypass) or an import path ``pkg.mod:Class``. ``ppr`` by
+    default: the best recall at equal cost (20 chunks, LightRAG's context size; issue 17)."""
     top_k: int = Field(default=40, ge=1)
     chunk_top_k: int = Field(default=20, ge=1)
+    """Most chunks in the context, from every source (vector hits, chunks cited by
+    graph items, chunks the walk reached), fused by rank: LightRAG's meaning."""
     max_entity_tokens: int = Field(default=6000, ge=0)
     max_relation_tokens: int = Field(default=8000, ge=0)
     max_total_tokens: int = Field(default=30000, ge=1)

@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("query", help="answer a question with cited sources")
     p.add_argument("question")
-    p.add_argument("--mode", default="mix", choices=_RegisteredModes(), type=_mode, metavar="MODE",
+    p.add_argument("--mode", default="ppr", choices=_RegisteredModes(), type=_mode, metavar="MODE",
                    help="how to retrieve: %(choices)s (default: %(default)s; plugins add more, see `ragkit plugins`)")
     p.add_argument("--stream", action="store_true", help="print the answer as it is generated")
     p.add_argument("--context-only", action="store_true", help="print the context; no answer call")

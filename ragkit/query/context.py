@@ -5,10 +5,16 @@ references) separated by a blank line: a header, then the rows. Entities,
 relations and chunks are JSON lines (``json.dumps`` of each row, ``lines.py``)
 in a ``json`` code block; references are ``[n] path`` lines.
 
-Budgets: entities and relations each have their own; chunks get what remains of
-the total after the prompt without the context (system prompt, question,
-history) and the graph sections. Every reported count is exact, by the
-configured tokenizer: the context's, each section's and the whole prompt's.
+Budgets: the chunks come first. The candidates arrive fused by rank and cut
+to ``chunk_top_k`` (one bound for every source of chunks, ``engine.py``); they
+are taken in rank order while they fit the total, after the prompt without the
+context (system prompt, question, history). The entities and relations those
+chunks support then share what is left, each within its own budget, in
+proportion to the two budgets (what one leaves goes to the other). So a small
+total never starves the chunks (the evidence, and what recall measures), and a
+large one is filled with graph rows up to their own budgets. Every reported
+count is exact, by the configured tokenizer: the context's, each section's and
+the whole prompt's.
 Where the tokenizer guarantees a token boundary at the start of a line
 (``ragkit.core.tokens.splits_between``), a text's count is the sum of its
 lines' counts, each line's from its parts (the part of a row that shows no
@@ -17,17 +23,13 @@ is kept per tokenizer (``counting.TokenCounts``): a query encodes only text no
 earlier query showed. Otherwise the texts are counted whole. Choosing works on
 estimates (a line's count before its references are known, plus a reserve for
 them); the rendered context is then counted, and while a section or the prompt
-is over its budget it is trimmed and rendered again; room the reserves left
-unused goes, once, to more chunks. The code block's closing line keeps every
-row followed by a line break, so a chunk's text is counted once, not once more
-as the last row of its section.
+is over its budget the graph sections' last rows go first, then chunks; room
+the reserves left unused is given, once, to more rows. The code block's closing
+line keeps every row followed by a line break, so a chunk's text is counted
+once, not once more as the last row of its section.
 
-Claims stay with their evidence. Supporting chunks are chosen in two passes:
-first, for each kept entity and relation in rank order, its best-ranked source
-chunk if none is chosen yet (so evidence is not crowded out by chunks that merely
-rank well); then any other chunks in rank order while they fit. An entity or
-relation none of whose source chunks made it is dropped, never shown as a
-conclusion without its evidence; the freed tokens go to more chunks.
+Claims stay with their evidence: only entities and relations with a source
+chunk in the context are shown, never a conclusion without its evidence.
 
 Each chunk carries the reference number of its document; chunks of one document
 share it.
@@ -35,7 +37,6 @@ share it.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -105,41 +106,56 @@ def build_context(
     budget: Budget,
     counts: TokenCounts | None = None,
 ) -> Context:
-    """``chunks`` are the candidates in rank order (graph sources and vector
-    hits merged). ``counts``: the tokenizer's kept counts (``TokenCounts.of``)."""
+    """``chunks`` are the candidates in rank order (every source fused, cut to
+    the chunk bound). ``counts``: the tokenizer's kept counts (``TokenCounts.of``)."""
     builder = _Builder(counts or TokenCounts.of(tokenizer), budget)
-    ents = builder.prefix(entities, ENTITY_HEADER, budget.entity_tokens)
-    rels = builder.prefix(relations, RELATION_HEADER, budget.relation_tokens)
-    context, ents, rels = _fit(builder, ents, rels, chunks)
-    # The refs reserves mostly go unused: once, give the room to more chunks.
-    room = budget.total_tokens - context.prompt_tokens - builder.reserve_left
-    shown = {c.id for c in context.chunks}
-    if room >= builder.smallest(c for c in chunks if c.id not in shown):
-        builder.give_back -= room
-        more = builder.render_chosen(ents, rels, chunks)
-        if builder.fits(more) and len(more.chunks) > len(context.chunks):
+    context = _fit(builder, entities, relations, chunks)
+    # Estimates reserve room for references that mostly goes unused: once, give it to more rows.
+    left = budget.total_tokens - context.prompt_tokens
+    if left > 0:
+        builder.give_back -= left
+        more = _fit(builder, entities, relations, chunks)
+        if builder.fits(more) and _rows(more) > _rows(context):
             context = more
         else:  # the first fit again (its lines are kept: no new rendering), references renumbered
             context = builder.render(context.entities, context.relations, context.chunks)
     _show_support(context)
-    context.dropped_unsupported = len(ents) - len(context.entities) + len(rels) - len(context.relations)
-    context.truncated = {"entities": len(entities) - len(ents), "relations": len(relations) - len(rels)}
+    shown = {c.id for c in context.chunks}
+    supported = sum(1 for item in (*entities, *relations) if not shown.isdisjoint(item.sources))
+    context.dropped_unsupported = len(entities) + len(relations) - supported
+    context.truncated = {"entities": sum(1 for e in entities if not shown.isdisjoint(e.sources)) - len(context.entities),
+                         "relations": sum(1 for r in relations if not shown.isdisjoint(r.sources))
+                         - len(context.relations)}
     return context
 
 
-def _fit(builder: _Builder, ents: list[EntityItem], rels: list[RelationItem], chunks: list[ChunkItem]
-         ) -> tuple[Context, list[EntityItem], list[RelationItem]]:
-    """Choose and render until every budget holds: estimates are not counts."""
+def _rows(context: Context) -> int:
+    return len(context.entities) + len(context.relations) + len(context.chunks)
+
+
+def _fit(builder: _Builder, entities: list[EntityItem], relations: list[RelationItem], chunks: list[ChunkItem]
+         ) -> Context:
+    """Choose and render until every budget holds: estimates are not counts.
+    Over the total, the graph sections give way first (their last rows), then chunks."""
+    budget = builder.budget
+    chosen, ents, rels = builder.choose(entities, relations, chunks)
     while True:
-        context = builder.render_chosen(ents, rels, chunks)
-        if context.tokens["entities"] > builder.budget.entity_tokens:
+        context = builder.render(ents, rels, chosen)
+        over = context.prompt_tokens - budget.total_tokens
+        if context.tokens["entities"] > budget.entity_tokens:
             ents = ents[:-1]
-        elif context.tokens["relations"] > builder.budget.relation_tokens:
+        elif context.tokens["relations"] > budget.relation_tokens:
             rels = rels[:-1]
-        elif (over := context.prompt_tokens - builder.budget.total_tokens) > 0 and context.chunks:
+        elif over > 0 and (ents or rels):
+            if len(rels) * budget.entity_tokens >= len(ents) * budget.relation_tokens and rels:
+                rels = rels[:-1]
+            else:
+                ents = ents[:-1]
+        elif over > 0 and chosen:
             builder.give_back += over
+            chosen, ents, rels = builder.choose(entities, relations, chunks)
         else:
-            return context, ents, rels
+            return context
 
 
 class _Builder:
@@ -151,7 +167,6 @@ class _Builder:
         self._lines: dict[Hashable, Line] = {}
         self._units: dict[tuple[Hashable, str], int] = {}
         self._reserves: dict[int, int] = {}
-        self.reserve_left = 0
         self._ref_reserve = counts.count(chunk_line(ChunkItem("", "", "", None, ""), RESERVED_REFERENCE).parts[0])
 
     # -- estimates, for choosing ----------------------------------------------------
@@ -181,10 +196,13 @@ class _Builder:
             self._reserves[refs] = self.counts.count(tail + "\n")
         return self._reserves[refs]
 
-    def smallest(self, chunks) -> float:
-        return min((self.estimate(c) for c in chunks), default=math.inf)
+    def fits(self, context: Context) -> bool:
+        return (context.tokens["entities"] <= self.budget.entity_tokens
+                and context.tokens["relations"] <= self.budget.relation_tokens
+                and context.prompt_tokens <= self.budget.total_tokens)
 
-    def prefix(self, items: list, header: str, limit: int) -> list:
+    def prefix(self, items: list, header: str, limit: float) -> tuple[list, int]:
+        """The leading items whose section fits ``limit``, and the section's estimate (0 if empty)."""
         kept, used = [], self._fixed(header, fenced=True)
         for item in items:
             cost = self.estimate(item)
@@ -192,41 +210,34 @@ class _Builder:
                 break
             kept.append(item)
             used += cost
-        return kept
+        return kept, used if kept else 0
 
-    def render_chosen(self, ents: list[EntityItem], rels: list[RelationItem], chunks: list[ChunkItem]) -> Context:
-        """The chunks that fit the estimates, and the entities and relations they support."""
-        chosen = self.choose(ents, rels, chunks)
-        kept_e = [e for e in ents if not chosen.isdisjoint(e.sources)]
-        kept_r = [r for r in rels if not chosen.isdisjoint(r.sources)]
-        return self.render(kept_e, kept_r, [c for c in chunks if c.id in chosen])
-
-    def fits(self, context: Context) -> bool:
-        return (context.tokens["entities"] <= self.budget.entity_tokens
-                and context.tokens["relations"] <= self.budget.relation_tokens
-                and context.prompt_tokens <= self.budget.total_tokens)
-
-    def choose(self, ents: list[EntityItem], rels: list[RelationItem], chunks: list[ChunkItem]) -> set[str]:
-        graph_tokens = self._section_tokens(ents, ENTITY_HEADER) + self._section_tokens(rels, RELATION_HEADER)
+    def choose(self, entities: list[EntityItem], relations: list[RelationItem], chunks: list[ChunkItem]
+               ) -> tuple[list[ChunkItem], list[EntityItem], list[RelationItem]]:
+        """Chunks first, in rank order while they fit the total; then the
+        entities and relations those chunks support, each section within its
+        own budget and together within what the chunks left. The graph
+        sections share that room in proportion to their budgets, and what one
+        does not use goes to the other."""
+        budget = self.budget
         fixed = self._fixed(CHUNK_HEADER, fenced=True) + self._fixed(REFERENCE_HEADER, fenced=False)
-        left = self.budget.total_tokens - self.budget.fixed_tokens - graph_tokens - fixed - self.give_back
-        costs = {c.id: self.estimate(c) for c in chunks}
-        items = [(item, set(item.sources)) for item in _interleave(ents, rels)]
-        chosen: set[str] = set()
-        for _, sources in items:  # evidence first
-            if chosen & sources:
-                continue
-            for cid in (c.id for c in chunks if c.id in sources):
-                if costs[cid] <= left:
-                    chosen.add(cid)
-                    left -= costs[cid]
-                    break
-        left += sum(self.estimate(i) for i, sources in items if not chosen & sources)
-        for chunk in chunks:  # then by rank
-            if chunk.id not in chosen and costs[chunk.id] <= left:
-                chosen.add(chunk.id)
-                left -= costs[chunk.id]
-        return chosen
+        room = budget.total_tokens - budget.fixed_tokens - fixed - self.give_back
+        chosen: list[ChunkItem] = []
+        for chunk in chunks:
+            cost = self.estimate(chunk)
+            if cost <= room:
+                chosen.append(chunk)
+                room -= cost
+        ids = {c.id for c in chosen}
+        ents = [e for e in entities if not ids.isdisjoint(e.sources)]
+        rels = [r for r in relations if not ids.isdisjoint(r.sources)]
+        both = budget.entity_tokens + budget.relation_tokens
+        share = budget.entity_tokens / both if both else 0.5
+        kept_e, used_e = self.prefix(ents, ENTITY_HEADER, min(budget.entity_tokens, room * share))
+        kept_r, used_r = self.prefix(rels, RELATION_HEADER, min(budget.relation_tokens, room - used_e))
+        if len(kept_e) < len(ents):  # what relations left to entities
+            kept_e, used_e = self.prefix(ents, ENTITY_HEADER, min(budget.entity_tokens, room - used_r))
+        return chosen, kept_e, kept_r
 
     def _section_tokens(self, items: list, header: str) -> int:
         return self._fixed(header, fenced=True) + sum(self.estimate(i) for i in items) if items else 0
@@ -256,10 +267,6 @@ class _Builder:
             "relations": (RELATION_HEADER, [self._line(graph_line, r, cited(r)) for r in rels]),
             "chunks": (CHUNK_HEADER, [self._line(chunk_line, c, c.reference) for c in chunks]),
         }
-        # What the estimates reserved for the graph lines' refs and they did not use.
-        self.reserve_left = sum(self.estimate(item) - self._unit(line, "\n")
-                                for items, (_, lines) in ((ents, rows["entities"]), (rels, rows["relations"]))
-                                for item, line in zip(items, lines))
         sections = {name: _fenced(header, lines) for name, (header, lines) in rows.items() if lines}
         if references:
             sections["references"] = [plain_line(REFERENCE_HEADER),

@@ -26,7 +26,7 @@ from ragkit.query.answer import build_answer_request, build_bypass_request
 from ragkit.query.citation import citation
 from ragkit.query.context import Budget, Context, build_context, rank_graph_chunks
 from ragkit.query.counting import TokenCounts
-from ragkit.query.items import ChunkItem, round_robin
+from ragkit.query.items import ChunkItem, fuse
 from ragkit.query.keywords import Keywords, extract_keywords
 from ragkit.query.modes import Found, QueryMode, chunk_items
 from ragkit.query.search import Searcher
@@ -83,7 +83,8 @@ class Querier:
             language=param.language, user_instructions=param.user_prompt,
         )
         run.meta.update(tokens=_tokens(context, self.counts, question))
-        run.meta.update(dropped_unsupported=context.dropped_unsupported, truncated=context.truncated)
+        run.meta.update(dropped_unsupported=context.dropped_unsupported, truncated=context.truncated,
+                        chunks_left_out=len(candidates) - len(context.chunks))
         return await self._answer(question, param, run, request, context)
 
     # -- stages ----------------------------------------------------------------
@@ -120,20 +121,22 @@ class Querier:
     async def _candidates(
         self, mode: QueryMode, question: str, param: QueryParam, found: Found, searcher: Searcher
     ) -> list[ChunkItem]:
-        """The chunks the found items come from (when the mode cites them),
-        interleaved with the ones the mode found itself, reranked if asked."""
+        """The chunks the found items come from (when the mode cites them) and
+        the ones the mode found itself, fused by rank (``items.fuse``),
+        reranked if asked, cut to ``chunk_top_k``: one chunk bound shared by
+        every source, as LightRAG's ``chunk_top_k``."""
         ranked = rank_graph_chunks(found.entities, found.relations) if mode.cites_sources else []
         graph_chunks = await chunk_items(self.stores, ranked, "graph_sources", "support")
         if param.chunk_ranking == "similarity" and graph_chunks:
             await self._by_similarity(await searcher.embed(question), graph_chunks)
-        merged = round_robin(graph_chunks, found.chunks)
+        merged = fuse(graph_chunks, found.chunks) if graph_chunks else found.chunks
         if searcher.scope is not None:  # whatever a mode found: in-scope chunks, cited as in-scope documents
             merged = searcher.scope.own(merged)
         if self.reranker is not None and param.enable_rerank and merged:
             scores = await self.reranker.scores(question, [c.content for c in merged])
             order = sorted(range(len(merged)), key=lambda i: (-float(scores[i]), i))
             merged = [merged[i] for i in order]
-        return merged
+        return merged[: param.chunk_top_k]
 
     async def _by_similarity(self, query: np.ndarray, chunks: list[ChunkItem]) -> None:
         records = await self.stores.chunk_vectors.get([c.id for c in chunks])

@@ -74,3 +74,31 @@ def round_robin(*lists: list) -> list:
                     seen.add(key)
                     out.append(items[i])
     return out
+
+
+RRF_K = 60
+"""Reciprocal rank fusion's constant (Cormack et al. 2009): an item's fused
+score is the sum over lists of 1 / (RRF_K + its rank there)."""
+
+
+def fuse(*lists: list) -> list:
+    """Ranked lists fused by rank (reciprocal rank fusion), best first.
+
+    Why by rank: the lists' scores are of different kinds (a cosine, a
+    PageRank share, a count of citing items) and adding them would let one
+    kind's scale decide. An item found by several lists rises; ties keep the
+    round-robin order, so one list alone comes out in its own order."""
+    fused: dict = {}
+    order: dict = {}
+    items: dict = {}
+    for position, item in enumerate(round_robin(*lists)):
+        key = getattr(item, "key", None) or item.id
+        order[key], items[key], fused[key] = position, item, 0.0
+    for ranked in lists:
+        seen = set()
+        for rank, item in enumerate(ranked, start=1):
+            key = getattr(item, "key", None) or item.id
+            if key not in seen:  # a list's first mention counts
+                seen.add(key)
+                fused[key] += 1.0 / (RRF_K + rank)
+    return [items[k] for k in sorted(fused, key=lambda k: (-round(fused[k], 12), order[k]))]

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
-from ragkit.query.items import ChunkItem, EntityItem, RelationItem, round_robin
+from ragkit.query.items import ChunkItem, EntityItem, RelationItem, fuse, round_robin
 from ragkit.query.keywords import Keywords
 from ragkit.query.search import Searcher, keyword_text
 from ragkit.schema import QueryParam
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [  # what a mode author needs, importable from here
     "BUILTIN_MODES", "Found", "Keywords", "ModeInfo", "QueryMode", "QueryParam", "Searcher",
-    "available_modes", "chunk_items", "round_robin",
+    "available_modes", "chunk_items", "fuse", "round_robin",
 ]
 
 
@@ -138,7 +138,7 @@ class Hybrid(QueryMode):
 
 class Mix(Hybrid):
     name = "mix"
-    description = "hybrid plus the question's nearest chunks (the default)"
+    description = "hybrid plus the question's nearest chunks"
 
     def texts(self, question: str, keywords: Keywords, param: QueryParam) -> list[str]:
         return [*super().texts(question, keywords, param), question]
@@ -151,7 +151,7 @@ class Mix(Hybrid):
 
 class PPR(QueryMode):
     name = "ppr"
-    description = "personalized PageRank from the question's entities, for multi-hop questions"
+    description = "personalized PageRank from the question's entities, for multi-hop questions (the default)"
     cites_sources = False  # the walk scored its chunks already
 
     def texts(self, question: str, keywords: Keywords, param: QueryParam) -> list[str]:
@@ -162,7 +162,7 @@ class PPR(QueryMode):
         entities, relations, ranked = await searcher.ppr(keywords.low_level, keywords.high_level, param.top_k)
         walked = await chunk_items(searcher.stores, ranked, "ppr", "score")
         dense = await searcher.chunks(question, param.chunk_top_k)
-        return Found(entities, relations, round_robin(dense, walked))
+        return Found(entities, relations, fuse(dense, walked))
 
 
 class Bypass(QueryMode):

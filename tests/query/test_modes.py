@@ -102,7 +102,7 @@ def test_cli_choices_and_plugins_listing_come_from_the_registry(capsys):
     with pytest.raises(SystemExit):
         main(["query", "--help"])
     help_text = "".join(capsys.readouterr().out.split())  # argparse wraps lines, at hyphens too
-    assert "howtoretrieve:" + ",".join(get_registry().names("query_mode")) + "(default:mix" in help_text
+    assert "howtoretrieve:" + ",".join(get_registry().names("query_mode")) + "(default:ppr" in help_text
 
     assert main(["plugins", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)

@@ -117,7 +117,8 @@ async def test_ppr_reaches_the_second_hop_that_local_mode_misses(tmp_path):
         asked = dict(only_need_context=True, low_level_keywords=["Climate Dynamics"], high_level_keywords=["founder"],
                      top_k=1, chunk_top_k=1)
         question = "Who founded the publisher of Climate Dynamics?"
-        walked = await rag.aquery(question, mode="ppr", **asked)
+        # chunk_top_k bounds the chunks from every source (dense hits and walked chunks alike)
+        walked = await rag.aquery(question, mode="ppr", **{**asked, "chunk_top_k": 4})
         local = await rag.aquery(question, mode="local", **asked)
         for item in walked.entities:  # scored by the walk, described like any entity
             assert item["stage"] == "ppr" and item["score"] > 0
