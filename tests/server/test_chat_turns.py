@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ragkit.query.modes import available_modes
+from ragkit.schema import QueryParam
 from ragkit.server.chat import ChatLimits
 from ragkit.server.chat.errors import ChatError
 from ragkit.server.chat.turns import mode_of_model, model_names, turns_of
@@ -18,7 +19,10 @@ def test_one_model_per_available_mode():
     assert {"ragkit:mix", "ragkit:ppr", "ragkit:bypass"} <= set(model_names())
 
 
-@pytest.mark.parametrize("model, mode", [("ragkit:local", "local"), ("ragkit", "mix"), ("ragkit:latest", "mix")])
+DEFAULT = QueryParam().mode
+
+
+@pytest.mark.parametrize("model, mode", [("ragkit:local", "local"), ("ragkit", DEFAULT), ("ragkit:latest", DEFAULT)])
 def test_model_names_pick_the_mode(model, mode):
     assert mode_of_model(model) == mode
 
