@@ -310,40 +310,46 @@ class GraphStore(BaseStore):
         self._check_open()
         if max_depth < 0 or max_nodes < 1:
             raise InvalidValueError("subgraph needs max_depth >= 0 and max_nodes >= 1")
-        if (await self.get_nodes([id]))[0] is None:
-            return Subgraph()
-        order: list[str] = [id]
-        seen = {id}
-        frontier = [id]
-        truncated = False
-        for _ in range(max_depth):
-            nxt = sorted(
-                {o for es in await self.nodes_edges(frontier) for e in es or [] for o in e}
-                - seen
-            )
-            if not nxt:
-                break
-            degs = await self.degrees(nxt)
-            nxt = [n for _, n in sorted(zip((-d for d in degs), nxt))]
-            room = max_nodes - len(order)
-            if len(nxt) > room:
-                truncated = True
-                nxt = nxt[:room]
-            order += nxt
-            seen.update(nxt)
-            frontier = nxt
-            if truncated:
-                break
-        props = await self.get_nodes(order)
-        keys = sorted(
-            {e for es in await self.nodes_edges(order) for e in es or [] if e[0] in seen and e[1] in seen}
-        )
-        edge_props = await self.get_edges(keys)
-        return Subgraph(
-            nodes=[Node(id=n, properties=p or {}) for n, p in zip(order, props)],
-            edges=[Edge(source=a, target=b, properties=p or {}) for (a, b), p in zip(keys, edge_props)],
-            truncated=truncated,
-        )
+        return await neighbourhood(self, id, max_depth, max_nodes)
+
+
+async def neighbourhood(
+    graph: Any, id: str, max_depth: int, max_nodes: int, max_edges: int | None = None
+) -> Subgraph:
+    """``GraphStore.subgraph``'s walk, on anything with the store's
+    ``get_nodes``, ``nodes_edges``, ``degrees`` and ``get_edges`` (a store, or
+    a principal's scoped view of one, ``ragkit.core.scope.ScopedGraph``).
+    ``max_edges`` also bounds the edges (the first by pair), marking the
+    result ``truncated`` when some were left out."""
+    if (await graph.get_nodes([id]))[0] is None:
+        return Subgraph()
+    order, seen, frontier, truncated = [id], {id}, [id], False
+    for _ in range(max_depth):
+        nxt = sorted({o for es in await graph.nodes_edges(frontier) for e in es or [] for o in e} - seen)
+        if not nxt:
+            break
+        degs = await graph.degrees(nxt)
+        nxt = [n for _, n in sorted(zip((-d for d in degs), nxt))]
+        room = max_nodes - len(order)
+        if len(nxt) > room:
+            truncated, nxt = True, nxt[:room]
+        order += nxt
+        seen.update(nxt)
+        frontier = nxt
+        if truncated:
+            break
+    props = await graph.get_nodes(order)
+    keys = sorted(
+        {tuple(e) for es in await graph.nodes_edges(order) for e in es or [] if e[0] in seen and e[1] in seen}
+    )
+    if max_edges is not None and len(keys) > max_edges:
+        truncated, keys = True, keys[:max_edges]
+    edge_props = await graph.get_edges(keys)
+    return Subgraph(
+        nodes=[Node(id=n, properties=p or {}) for n, p in zip(order, props)],
+        edges=[Edge(source=a, target=b, properties=p or {}) for (a, b), p in zip(keys, edge_props)],
+        truncated=truncated,
+    )
 
 
 def _is_id(n: object) -> bool:

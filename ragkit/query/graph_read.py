@@ -20,7 +20,8 @@ from ragkit.core.keys import Pair, entity_key, relation_key
 from ragkit.core.scope import Restrictor, Scope, ScopedGraph, resolve_scope
 from ragkit.core.stores import Stores
 from ragkit.errors import InvalidValueError
-from ragkit.schema import Edge, Node, Subgraph
+from ragkit.protocols.graph import neighbourhood
+from ragkit.schema import Subgraph
 
 MAX_DEPTH = 10
 MAX_NODES = 10_000
@@ -136,37 +137,6 @@ class GraphReader:
                 ref = refs.setdefault(owner[0], SourceRef(doc_id=owner[0], file_path=owner[1]))
                 ref.chunk_ids.append(cid)
         return [refs[d] for d in sorted(refs)]
-
-
-async def neighbourhood(graph: GraphReads, start: str, depth: int, max_nodes: int, max_edges: int) -> Subgraph:
-    if (await graph.get_nodes([start]))[0] is None:
-        return Subgraph()
-    order, seen, frontier, truncated = [start], {start}, [start], False
-    for _ in range(depth):
-        nxt = sorted({o for es in await graph.nodes_edges(frontier) for e in es or [] for o in e} - seen)
-        if not nxt:
-            break
-        degrees = await graph.degrees(nxt)
-        nxt = [n for _, n in sorted(zip((-d for d in degrees), nxt))]
-        room = max_nodes - len(order)
-        if len(nxt) > room:
-            truncated, nxt = True, nxt[:room]
-        order += nxt
-        seen.update(nxt)
-        frontier = nxt
-        if truncated:
-            break
-    props = await graph.get_nodes(order)
-    keys = sorted({tuple(e) for es in await graph.nodes_edges(order) for e in es or []
-                   if e[0] in seen and e[1] in seen})
-    if len(keys) > max_edges:
-        truncated, keys = True, keys[:max_edges]
-    edge_props = await graph.get_edges(keys)  # type: ignore[arg-type]
-    return Subgraph(
-        nodes=[Node(id=n, properties=p or {}) for n, p in zip(order, props)],
-        edges=[Edge(source=a, target=b, properties=p or {}) for (a, b), p in zip(keys, edge_props)],
-        truncated=truncated,
-    )
 
 
 def _name(value: object, what: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import client, wait_job
+from server_support import client, wait_job
 from ragkit.server.keys import KeyStore
 
 W = "/w/alpha"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import client, wait_job
+from server_support import client, wait_job
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = sorted((ROOT / "examples" / "corpus" / "en").glob("*.md"))

@@ -8,7 +8,7 @@ import ollama
 import openai
 import pytest
 
-from conftest import client, wait_job
+from server_support import client, wait_job
 
 W = "/w/other"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 
-from conftest import Server, client, make_keys, wait_job
+from server_support import Server, client, make_keys, wait_job
 
 
 def _open(c) -> int:

@@ -6,7 +6,7 @@ import re
 import signal
 import time
 
-from conftest import Server, client, make_keys, wait_job
+from server_support import Server, client, make_keys, wait_job
 from ragkit.testing.corpus import write_passages
 
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import LEAK_CANARY, Server, client
+from server_support import LEAK_CANARY, Server, client
 from ragkit.server.app import PUBLIC_PATHS, create_app, route_table
 from ragkit.settings import Settings
 
