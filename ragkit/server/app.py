@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 from collections.abc import Iterator
@@ -49,6 +49,8 @@ class ServerState:
     pool: WorkspacePool
     jobs: JobManager
     metrics: Metrics
+    model_checks: dict[str, tuple[float, str]] = field(default_factory=dict)
+    """``/ready``'s last model checks: name -> (when, result)."""
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

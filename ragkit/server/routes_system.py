@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import fields
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from ragkit.protocols.models import ChatRequest
 from ragkit.redact import redact
 from ragkit.server.context import require_key
 
@@ -26,19 +28,51 @@ async def _check(store) -> str:
     return "ok"
 
 
-@router.get("/ready", summary="Readiness: every configured store answers", dependencies=[Depends(require_key("read"))])
+@router.get("/ready", summary="Readiness: every configured store and model answers",
+            dependencies=[Depends(require_key("read"))])
 async def ready(request: Request) -> JSONResponse:
     state = request.app.state.ragkit
     checks: dict[str, str] = {}
     async with state.pool.lease(state.settings.workspace) as rag:
         for name in (f.name for f in fields(rag.stores)):  # the stores, not the lock beside them
-            store = getattr(rag.stores, name)
-            try:
-                checks[name] = await _check(store)
-            except Exception as exc:
-                checks[name] = redact(f"{type(exc).__name__}: {exc}")
-    ok = all(v == "ok" for v in checks.values())
-    return JSONResponse({"ready": ok, "stores": checks}, status_code=200 if ok else 503)
+            checks[name] = await _guarded(_check(getattr(rag.stores, name)))
+        models = await _models(rag, state.model_checks)
+    ok = all(v == "ok" for v in checks.values()) and all(v == "ok" for v in models.values())
+    return JSONResponse({"ready": ok, "stores": checks, "models": models}, status_code=200 if ok else 503)
+
+
+MODEL_CHECK_SECONDS = 60.0
+"""How long a model check stands: probes come every few seconds, and a call to
+a hosted model costs money, so the models are asked at most once a minute."""
+
+
+async def _models(rag, cache: dict[str, tuple[float, str]]) -> dict[str, str]:
+    """The embedder, the reranker and the LLM each make one tiny call."""
+    calls = {"embedder": lambda: rag.embedder.embed(["ready"])}
+    if rag.reranker is not None:
+        calls["reranker"] = lambda: rag.reranker.scores("ready", ["ready"])
+    if rag.settings.llm is not None:  # uncached: the answer cache would say yes for a dead model
+        calls["llm"] = lambda: rag.llm.complete(ChatRequest(prompt="Say OK.", role="other"), use_cache=False)
+    out = {}
+    for name, call in calls.items():
+        at, result = cache.get(name, (0.0, ""))
+        if time.monotonic() - at > MODEL_CHECK_SECONDS or result != "ok":
+            result = await _guarded(_called(call))
+            cache[name] = (time.monotonic(), result)
+        out[name] = result
+    return out
+
+
+async def _called(call) -> str:
+    await asyncio.wait_for(call(), timeout=30)
+    return "ok"
+
+
+async def _guarded(check) -> str:
+    try:
+        return await check
+    except Exception as exc:  # reported per backend; the others are still checked
+        return redact(f"{type(exc).__name__}: {exc}", exc=exc)
 
 
 @router.get("/metrics", summary="Prometheus metrics (admin scope)", dependencies=[Depends(require_key("admin"))])

@@ -214,6 +214,7 @@ def test_health_ready_metrics_docs(served, loaded):
     with client(server, keys.reader) as c:
         ready = c.get("/ready").json()
         assert ready["ready"] is True and set(ready["stores"]) >= {"graph", "doc_status", "chunk_vectors", "full_docs"}
+        assert ready["models"] == {"embedder": "ok", "llm": "ok"}, "each configured model answered one call"
         assert c.get("/metrics").status_code == 403, "metrics need admin scope"
     with client(server, keys.admin) as c:
         text = c.get("/metrics").text
