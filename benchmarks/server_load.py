@@ -20,7 +20,8 @@
    the paired differences, and ``GET /health``, the loopback floor. Then the
    app alone, in this process (``create_app``, the pool's own RAG): straight
    through ASGI (the server's code only) and through httpx's ASGI transport
-   (plus the client library). The machine's load average before and after.
+   (plus the client library), and the app's code alone (``aquery`` answering
+   a stored result). The machine's load average before and after.
 
 Writes ``benchmarks/results/server_load.json``.
 """
@@ -267,7 +268,35 @@ async def app_overhead(working_dir: Path, workspace: str, repeats: int) -> dict:
 
                         await _interleaved(times, i, served, in_process)
                     out[f"{route} {via}"] = times
+            out["app_code"] = await _app_code(app, rag, workspace, key, repeats * len(calls) * 4)
     return out
+
+
+async def _app_code(app, rag, workspace: str, key: str, n: int) -> dict:
+    """The app's own code per request, without the query's time and its noise:
+    ``/query`` through ASGI with this RAG's ``aquery`` answering a result
+    computed once (routing, authentication, the lease, validation, the JSON
+    encoding, metrics), and the JSON encoding alone, which an in-process
+    caller that sends the result anywhere pays too."""
+    body = {"question": QUESTIONS[0], "mode": "mix"}
+    result = await rag.aquery(body["question"], mode="mix")
+
+    async def stored(*args, **kwargs):
+        return result
+
+    times: dict[str, list[float]] = {"served": [], "json_only": []}
+    rag.aquery = stored  # this instance only, for this loop
+    try:
+        for _ in range(n):
+            t = time.perf_counter()
+            await _asgi_call(app, f"/w/{workspace}/query", body, key)
+            times["served"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            result.model_dump_json()
+            times["json_only"].append(time.perf_counter() - t)
+    finally:
+        del rag.aquery
+    return times
 
 
 def _overhead_report(over: dict, asgi: dict, load_before: tuple, load_after: tuple) -> dict:
@@ -275,7 +304,8 @@ def _overhead_report(over: dict, asgi: dict, load_before: tuple, load_after: tup
     for route, times in over["routes"].items():
         loopback[route] = {"http": _stats(times["served"]), "in_process": _stats(times["in_process"]),
                            "paired_overhead": _paired(times, "served", "in_process")}
-    app_only = {}
+    code = asgi.pop("app_code")
+    app_only = {"app_code_per_request": {"served": _stats(code["served"]), "json_only": _stats(code["json_only"])}}
     for label, times in asgi.items():
         app_only[label] = {"served": _stats(times["served"]), "in_process": _stats(times["in_process"]),
                            "paired_overhead": _paired(times, "served", "in_process")}
