@@ -12,11 +12,16 @@
 3. Reports p50/p95 per route and the errors (the target is zero), then checks
    nothing was lost: the server's documents, chunks, entities and relations
    equal those of an offline ``ragkit index`` of the same files.
-4. Server overhead: the same questions on the idle server, alternately over
-   HTTP and in-process (``RAG.aquery`` on the same workspace); p50 difference
-   (target <= 3 ms), and ``GET /health`` as the HTTP floor; then the app
-   alone (``create_app`` through httpx's ASGI transport, no socket, one
-   process) against ``RAG.aquery`` on the same RAG, the part that is ragkit's.
+4. Server overhead over an in-process query (target: p50 + <= 3 ms), for
+   ``/query`` and ``/query/context``: the same questions on the idle server,
+   alternately (order switching every pair) over loopback HTTP (a keep-alive
+   httpx client) and in-process (``RAG.aquery`` on the same workspace, as
+   the key's principal, result serialised to JSON); p50/p95 of each and of
+   the paired differences, and ``GET /health``, the loopback floor. Then the
+   app alone, in this process (``create_app``, the pool's own RAG): straight
+   through ASGI (the server's code only) and through httpx's ASGI transport
+   (plus the client library), and the app's code alone (``aquery`` answering
+   a stored result). The machine's load average before and after.
 
 Writes ``benchmarks/results/server_load.json``.
 """
@@ -130,66 +135,182 @@ def _graph(export: dict) -> dict:
             "descriptions": set(nodes.items()) | set(edges.items())}
 
 
+ROUTES = {"/query": {}, "/query/context": {"only_need_context": True}}
+
+
+def _stats(values: list[float]) -> dict:
+    return {"p50_ms": round(_pct(values, 0.5), 2), "p95_ms": round(_pct(values, 0.95), 2), "n": len(values)}
+
+
+def _paired(times: dict[str, list[float]], served: str, base: str) -> dict:
+    """The served time minus its in-process twin, pair by pair (the same
+    question, the same moment's machine load), as p50 and p95."""
+    return _stats([a - b for a, b in zip(times[served], times[base])])
+
+
+async def _interleaved(times: dict, i: int, served, in_process) -> None:
+    """One pair, the order alternating (GC and cache warmth fall on both alike)."""
+    for label, call in ((("served", served), ("in_process", in_process)) if i % 2 else (("in_process", in_process), ("served", served))):
+        t = time.perf_counter()
+        await call()
+        times[label].append(time.perf_counter() - t)
+
+
 async def overhead(url: str, key: str, workspace: str, working_dir: Path, repeats: int) -> dict:
-    """On the idle server, the same questions alternately over HTTP and
-    in-process (``RAG.aquery`` on the same workspace, opened here), so that the
-    machine's load weighs on both alike; also ``GET /health``, the HTTP floor."""
+    """On the idle server, the same questions alternately over HTTP (one
+    keep-alive httpx client) and in-process (``RAG.aquery`` on the same
+    workspace, opened here, as the key's principal, as the server answers), so
+    that the machine's load weighs on both alike; also ``GET /health``, the
+    loopback floor (a round trip through the socket, uvicorn and the app with
+    no work)."""
     os.environ.update(_env(working_dir))
+    from ragkit.access import Principal
     from ragkit.rag import RAG
+    from ragkit.schema import QueryParam
     from ragkit.settings import load_settings
 
+    principal = Principal(user="bench")
     calls = [(q, m) for q in QUESTIONS for m in MODES]
-    times: dict[str, list[float]] = {"http": [], "in_process": [], "health": []}
+    out: dict[str, dict] = {}
     settings = load_settings().settings.model_copy(update={"workspace": workspace})
     async with RAG(settings) as rag, httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c:
-        for q, m in calls:  # warm-up: caches, first open
-            await c.post(f"/w/{workspace}/query", json={"question": q, "mode": m})
-            await rag.aquery(q, mode=m)
-        for _ in range(repeats):
-            for q, m in calls:
-                t = time.perf_counter()
-                (await rag.aquery(q, mode=m)).model_dump_json()  # what the server does too, minus HTTP
-                times["in_process"].append(time.perf_counter() - t)
-                t = time.perf_counter()
-                r = await c.post(f"/w/{workspace}/query", json={"question": q, "mode": m})
-                times["http"].append(time.perf_counter() - t)
-                r.raise_for_status()
-                t = time.perf_counter()
-                await c.get("/health")
-                times["health"].append(time.perf_counter() - t)
-    return times
+        for route, extra in ROUTES.items():
+            times: dict[str, list[float]] = {"served": [], "in_process": []}
+            for q, m in calls:  # warm-up: caches, first open
+                (await c.post(f"/w/{workspace}{route}", json={"question": q, "mode": m})).raise_for_status()
+                await rag.aquery(q, QueryParam(mode=m, **extra), principal=principal)
+            for i in range(repeats * len(calls)):
+                q, m = calls[i % len(calls)]
+
+                async def served() -> None:
+                    (await c.post(f"/w/{workspace}{route}", json={"question": q, "mode": m})).raise_for_status()
+
+                async def in_process() -> None:  # what the server does too, minus HTTP
+                    (await rag.aquery(q, QueryParam(mode=m, **extra), principal=principal)).model_dump_json()
+
+                await _interleaved(times, i, served, in_process)
+            out[route] = times
+        health = []
+        for _ in range(repeats * len(calls)):
+            t = time.perf_counter()
+            (await c.get("/health")).raise_for_status()
+            health.append(time.perf_counter() - t)
+    return {"routes": out, "health": health}
+
+
+async def _asgi_call(app, path: str, body: dict, key: str) -> bytes:
+    """One request straight into the ASGI app (no client library, no socket):
+    what the server's own code costs."""
+    raw = json.dumps(body).encode()
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "", "state": {},
+             "headers": [(b"host", b"bench"), (b"authorization", f"Bearer {key}".encode()),
+                         (b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())],
+             "client": ("127.0.0.1", 1), "server": ("bench", 80)}
+    messages = [{"type": "http.request", "body": raw, "more_body": False}]
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return messages.pop() if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    if sent[0]["status"] != 200:
+        raise RuntimeError(f"{path}: {sent[0]['status']}")
+    return b"".join(m.get("body", b"") for m in sent[1:])
 
 
 async def app_overhead(working_dir: Path, workspace: str, repeats: int) -> dict:
     """The app's own cost without the socket and a second process: the same
-    FastAPI app (``create_app``, a key, the workspace pool) through httpx's
-    ASGI transport, alternating with ``RAG.aquery`` on the pool's own RAG."""
+    FastAPI app (``create_app``, a key, the workspace pool), alternating with
+    ``RAG.aquery`` on the pool's own RAG as the key's principal: called
+    straight through ASGI (``asgi``: the server's code alone) and through
+    httpx's ASGI transport (``httpx_asgi``: plus the client library's own
+    cost of building and reading a request)."""
     os.environ.update(_env(working_dir))
+    from ragkit.schema import QueryParam
     from ragkit.server.app import create_app
+    from ragkit.server.context import principal_of
     from ragkit.server.keys import KeyStore
     from ragkit.settings import load_settings
 
     settings = load_settings().settings
-    key = KeyStore(working_dir / "server_keys.sqlite").create([workspace], "bench", [], "read")[1]
+    api_key, key = KeyStore(working_dir / "server_keys.sqlite").create([workspace], "bench", [], "read")
+    principal = principal_of(api_key)
     app = create_app(settings)
     calls = [(q, m) for q in QUESTIONS for m in MODES]
-    times: dict[str, list[float]] = {"asgi": [], "in_process": []}
+    out: dict[str, dict] = {}
     transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 1))
     async with app.router.lifespan_context(app), httpx.AsyncClient(
         transport=transport, base_url="http://bench", headers={"Authorization": f"Bearer {key}"}
     ) as c:
-        for q, m in calls:
-            (await c.post(f"/w/{workspace}/query", json={"question": q, "mode": m})).raise_for_status()
+        for route in ROUTES:
+            for q, m in calls:
+                (await c.post(f"/w/{workspace}{route}", json={"question": q, "mode": m})).raise_for_status()
         async with app.state.ragkit.pool.lease(workspace) as rag:
-            for _ in range(repeats):
-                for q, m in calls:
-                    t = time.perf_counter()
-                    (await rag.aquery(q, mode=m)).model_dump_json()
-                    times["in_process"].append(time.perf_counter() - t)
-                    t = time.perf_counter()
-                    (await c.post(f"/w/{workspace}/query", json={"question": q, "mode": m})).raise_for_status()
-                    times["asgi"].append(time.perf_counter() - t)
+            for route, extra in ROUTES.items():
+                for via in ("asgi", "httpx_asgi"):
+                    times: dict[str, list[float]] = {"served": [], "in_process": []}
+                    for i in range(repeats * len(calls)):
+                        q, m = calls[i % len(calls)]
+                        body = {"question": q, "mode": m}
+
+                        async def served() -> None:
+                            if via == "asgi":
+                                await _asgi_call(app, f"/w/{workspace}{route}", body, key)
+                            else:
+                                (await c.post(f"/w/{workspace}{route}", json=body)).raise_for_status()
+
+                        async def in_process() -> None:
+                            (await rag.aquery(q, QueryParam(mode=m, **extra), principal=principal)).model_dump_json()
+
+                        await _interleaved(times, i, served, in_process)
+                    out[f"{route} {via}"] = times
+            out["app_code"] = await _app_code(app, rag, workspace, key, repeats * len(calls) * 4)
+    return out
+
+
+async def _app_code(app, rag, workspace: str, key: str, n: int) -> dict:
+    """The app's own code per request, without the query's time and its noise:
+    ``/query`` through ASGI with this RAG's ``aquery`` answering a result
+    computed once (routing, authentication, the lease, validation, the JSON
+    encoding, metrics), and the JSON encoding alone, which an in-process
+    caller that sends the result anywhere pays too."""
+    body = {"question": QUESTIONS[0], "mode": "mix"}
+    result = await rag.aquery(body["question"], mode="mix")
+
+    async def stored(*args, **kwargs):
+        return result
+
+    times: dict[str, list[float]] = {"served": [], "json_only": []}
+    rag.aquery = stored  # this instance only, for this loop
+    try:
+        for _ in range(n):
+            t = time.perf_counter()
+            await _asgi_call(app, f"/w/{workspace}/query", body, key)
+            times["served"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            result.model_dump_json()
+            times["json_only"].append(time.perf_counter() - t)
+    finally:
+        del rag.aquery
     return times
+
+
+def _overhead_report(over: dict, asgi: dict, load_before: tuple, load_after: tuple) -> dict:
+    loopback = {}
+    for route, times in over["routes"].items():
+        loopback[route] = {"http": _stats(times["served"]), "in_process": _stats(times["in_process"]),
+                           "paired_overhead": _paired(times, "served", "in_process")}
+    code = asgi.pop("app_code")
+    app_only = {"app_code_per_request": {"served": _stats(code["served"]), "json_only": _stats(code["json_only"])}}
+    for label, times in asgi.items():
+        app_only[label] = {"served": _stats(times["served"]), "in_process": _stats(times["in_process"]),
+                           "paired_overhead": _paired(times, "served", "in_process")}
+    return {"target_ms": 3.0, "loopback_http": loopback, "health_floor": _stats(over["health"]), "app_only": app_only,
+            "load_average_before": [round(x, 2) for x in load_before], "load_average_after": [round(x, 2) for x in load_after]}
 
 
 def offline_index(files_dir: Path, working_dir: Path) -> dict:
@@ -237,6 +358,7 @@ def main() -> int:
             except httpx.TransportError:
                 time.sleep(0.1)
         load, ingest = asyncio.run(ingest_and_load(args, url, writer, reader, files))
+        load_before = os.getloadavg()
         over = asyncio.run(overhead(url, reader, args.workspace, working_dir, args.repeats))
         served_export = httpx.get(f"{url}/w/{args.workspace}/graph/export", headers={"Authorization": f"Bearer {reader}"}, timeout=120).json()
         served_docs = httpx.get(f"{url}/w/{args.workspace}/documents", params={"limit": 1000},
@@ -245,14 +367,13 @@ def main() -> int:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
     asgi = asyncio.run(app_overhead(working_dir, args.workspace, args.repeats))
+    load_after = os.getloadavg()
     offline = offline_index(tmp / "files", tmp / "offline")
     a, b = _graph(served_export), _graph(offline["export"])
     same = {k: a[k] == b[k] for k in a}
     same["documents"] = {d["id"] for d in served_docs["documents"]} == {d["id"] for d in offline["documents"]["documents"]}
     per_route = {label: {"n": len(v), "p50_ms": round(_pct(v, 0.5), 2), "p95_ms": round(_pct(v, 0.95), 2)}
                  for label, v in sorted(load.latency.items())}
-    http50, inproc50 = _pct(over["http"], 0.5), _pct(over["in_process"], 0.5)
-    paired = [h - i for h, i in zip(over["http"], over["in_process"])]
     result = {
         "run": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "setup": {"docs": args.docs, "clients": args.clients, "seconds_bound": args.seconds, "batch": args.batch,
@@ -263,13 +384,7 @@ def main() -> int:
         "error_samples": load.errors[:5],
         "final_index_equals_offline": same,
         "counts": {k: len(v) for k, v in a.items()} | {"documents": len(served_docs["documents"])},
-        "overhead": {"http_p50_ms": round(http50, 2), "in_process_p50_ms": round(inproc50, 2),
-                     "overhead_p50_ms": round(http50 - inproc50, 2), "paired_difference_p50_ms": round(_pct(paired, 0.5), 2),
-                     "health_p50_ms": round(_pct(over["health"], 0.5), 2), "target_ms": 3.0, "samples": len(paired),
-                     "app_only": {"asgi_p50_ms": round(_pct(asgi["asgi"], 0.5), 2),
-                                  "in_process_p50_ms": round(_pct(asgi["in_process"], 0.5), 2),
-                                  "overhead_p50_ms": round(_pct(asgi["asgi"], 0.5) - _pct(asgi["in_process"], 0.5), 2)},
-                     "load_average": os.getloadavg()},
+        "overhead": _overhead_report(over, asgi, load_before, load_after),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
