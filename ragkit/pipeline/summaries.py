@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ragkit.core.extraction import ChunkExtraction
-from ragkit.core.keys import entity_key, relation_key
+from ragkit.core.keys import Pair, entity_key, relation_key
 from ragkit.core.stores import Stores
 from ragkit.pipeline.graph_update import Changes, GraphUpdater
 from ragkit.schema import DocStatus, DocStatusRecord, utcnow
@@ -32,6 +32,9 @@ SUMMARY_PENDING = "ragkit_summary_pending"
 """Status metadata key: this processed document's entities may wait for their summaries."""
 
 PAGE = 256
+"""Extractions read per store call."""
+KEYS = 2048
+"""Entities (and relations) recomputed per graph update of the final pass."""
 
 
 def mark_pending(record: DocStatusRecord) -> DocStatusRecord:
@@ -55,16 +58,21 @@ async def finish_summaries(stores: Stores, updater: GraphUpdater, records: Seque
     chunks mention; then flush and clear the documents' marks."""
     if not records:
         return
-    changes = Changes()
+    entities: set[str] = set()
+    relations: set[Pair] = set()
     chunk_ids = list(dict.fromkeys(c for r in records for c in r.chunk_ids))
     for i in range(0, len(chunk_ids), PAGE):
         for rec in await stores.extractions.get_many(chunk_ids[i : i + PAGE]):
             if rec is not None:
                 ex = ChunkExtraction.model_validate(rec)
-                changes.entities.update(entity_key(e.name) for e in ex.entities)
-                changes.relations.update(relation_key(r.source, r.target) for r in ex.relations)
-    await updater.apply(changes, summarise=True)
-    await stores.flush()
+                entities.update(entity_key(e.name) for e in ex.entities)
+                relations.update(relation_key(r.source, r.target) for r in ex.relations)
+    # A slice of keys at a time: memory holds one slice's fragments, not every
+    # fragment of the insert (a large document's windows were bounded too).
+    ents, rels = sorted(entities), sorted(relations)
+    for i in range(0, max(len(ents), len(rels)), KEYS):
+        await updater.apply(Changes(entities=set(ents[i : i + KEYS]), relations=set(rels[i : i + KEYS])))
+        await stores.flush()
     await stores.doc_status.upsert(
         r.model_copy(update={
             "metadata": {k: v for k, v in r.metadata.items() if k != SUMMARY_PENDING},

@@ -14,6 +14,7 @@ import pytest
 from ragkit.core.extraction import SEPARATOR
 from ragkit.pipeline.check import check
 from ragkit.pipeline.index import IndexConfig
+from ragkit.pipeline import summaries
 from ragkit.pipeline.summaries import SUMMARY_PENDING
 from ragkit.rag import RAG
 from ragkit.schema import Document
@@ -49,7 +50,9 @@ def over_threshold(snap: dict, min_fragments: int) -> int:
     return sum(len(p["source_ids"]) >= min_fragments for p in items)
 
 
-async def test_batches_adding_lines_cost_one_summary_per_item_and_same_state(tmp_path, eu_cluster):
+@pytest.mark.parametrize("keys_per_pass", [2048, 5], ids=["one-slice", "many-slices"])
+async def test_batches_adding_lines_cost_one_summary_per_item_and_same_state(tmp_path, eu_cluster, monkeypatch, keys_per_pass):
+    monkeypatch.setattr(summaries, "KEYS", keys_per_pass)  # the final pass in slices of keys: same result
     eager, _ = make_rag(tmp_path / "eager", defer=False)
     async with eager:
         eager_report = await eager.indexer().insert(eu_cluster)
