@@ -31,8 +31,21 @@ def eu_cluster() -> list[Document]:
     return [Document.from_text(p["title"] + "\n" + p["text"]) for p in corpus[176:190]]
 
 
-def make_rag(tmp_path, *, defer: bool, min_fragments: int = 3) -> tuple[RAG, ReplayLLM]:
-    llm = ReplayLLM()
+class RecordingReplay(ReplayLLM):
+    """The replay LLM, remembering the subject of each summary request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.subjects: list[str] = []
+
+    async def complete(self, request):
+        if request.role == "summary":
+            self.subjects.append(request.prompt.split('"')[1])  # 'Write one description of "<subject>" ...'
+        return await super().complete(request)
+
+
+def make_rag(tmp_path, *, defer: bool, min_fragments: int = 3) -> tuple[RAG, RecordingReplay]:
+    llm = RecordingReplay()
     config = IndexConfig(llm_concurrency=4, max_docs_in_flight=1, max_batch_docs=1)  # one batch per document
     config.merge.defer_summaries = defer
     config.merge.summary_min_fragments = min_fragments
@@ -53,11 +66,11 @@ def over_threshold(snap: dict, min_fragments: int) -> int:
 @pytest.mark.parametrize("keys_per_pass", [2048, 5], ids=["one-slice", "many-slices"])
 async def test_batches_adding_lines_cost_one_summary_per_item_and_same_state(tmp_path, eu_cluster, monkeypatch, keys_per_pass):
     monkeypatch.setattr(summaries, "KEYS", keys_per_pass)  # the final pass in slices of keys: same result
-    eager, _ = make_rag(tmp_path / "eager", defer=False)
+    eager, eager_llm = make_rag(tmp_path / "eager", defer=False)
     async with eager:
         eager_report = await eager.indexer().insert(eu_cluster)
         eager_snap = await store_snapshot(eager.stores)
-    lazy, _ = make_rag(tmp_path / "lazy", defer=True)
+    lazy, lazy_llm = make_rag(tmp_path / "lazy", defer=True)
     async with lazy:
         report = await lazy.indexer().insert(eu_cluster)
         snap = await store_snapshot(lazy.stores)
@@ -71,6 +84,10 @@ async def test_batches_adding_lines_cost_one_summary_per_item_and_same_state(tmp
     calls = summary_calls(report)
     assert 0 < calls <= over_threshold(snap, 3)
     assert calls < summary_calls(eager_report)
+    # The hub: summarised in many of the 14 batches before, once now; no subject twice.
+    assert eager_llm.subjects.count("European Union") > 3
+    assert lazy_llm.subjects.count("European Union") == 1
+    assert len(lazy_llm.subjects) == len(set(lazy_llm.subjects)) == calls
 
 
 async def test_run_cut_short_between_batches_is_valid_and_finished_next_run(tmp_path, eu_cluster):
