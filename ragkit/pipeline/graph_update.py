@@ -70,10 +70,13 @@ class GraphUpdater:
         self._relations: dict[str, dict[Pair, list[Relation]]] = {}
         self._changes = Changes()
         self._keys: dict[str, str] = {}
+        self._summarise = True
 
-    async def apply(self, changes: Changes) -> tuple[int, int]:
-        """Returns (entities written or deleted, relations written or deleted)."""
+    async def apply(self, changes: Changes, *, summarise: bool = True) -> tuple[int, int]:
+        """Returns (entities written or deleted, relations written or deleted).
+        ``summarise=False`` stores joined description lines (a deferred summary)."""
         self._entities, self._relations, self._changes, self._keys = {}, {}, changes, {}
+        self._summarise = summarise
         # Relations first: deleting a node also deletes its edges, which would
         # hide them from the relation pass and leave their vectors behind.
         rels = await self._update_relations(changes)
@@ -130,7 +133,7 @@ class GraphUpdater:
             frags = await self._entity_fragments(key, sources)
             if not frags:
                 return key, props, None
-            return key, props, await self.merger.entity(key, frags)
+            return key, props, await self.merger.entity(key, frags, summarise=self._summarise)
 
         results = await _bounded([compute(k, p) for k, p in zip(keys, current)], self.concurrency)
         gone = [k for k, old, new in results if new is None and old is not None]
@@ -153,7 +156,7 @@ class GraphUpdater:
             frags = await self._relation_fragments(pair, sources)
             if not frags:
                 return pair, props, None
-            return pair, props, await self.merger.relation(pair, frags)
+            return pair, props, await self.merger.relation(pair, frags, summarise=self._summarise)
 
         results = await _bounded([compute(k, p) for k, p in zip(pairs, current)], self.concurrency)
         gone = [k for k, old, new in results if new is None and old is not None]

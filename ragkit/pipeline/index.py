@@ -40,6 +40,7 @@ from ragkit.pipeline.config import IndexConfig
 from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
 from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
 from ragkit.pipeline.merge import Merger
+from ragkit.pipeline.summaries import finish_summaries, mark_pending, pending_documents
 from ragkit.pipeline.windows import COMMITTED_MARK, SEGMENT_CHARS, committed_mark, iter_chunks
 from ragkit.pipeline.windows import chunk_ids as plan_chunk_ids
 from ragkit.protocols import Embedder, Tokenizer
@@ -108,6 +109,7 @@ class Indexer:
         report.recovered = await self.recover(report)
         todo = await self._admit(documents, report)
         await self._run(todo, report)
+        await self._finish_summaries()
         report.seconds = time.perf_counter() - started
         report.llm = self.llm.stats.as_dict()
         return report
@@ -262,7 +264,7 @@ class Indexer:
         changes = Changes()
         for ex in extractions:
             changes.add_extraction(ex)
-        await self.updater.apply(changes)
+        await self.updater.apply(changes, summarise=not self.config.merge.defer_summaries)
         vectors = await embed_all(self.embedder, [c.content for c in chunks])
         await self.stores.chunk_vectors.upsert(
             [c.id for c in chunks], vectors, [chunk_meta(c) for c in chunks]
@@ -299,6 +301,8 @@ class Indexer:
         # version must be gone by then.
         report.replaced += await self._replace_old_versions([o.doc for o in ok])
         statuses = [await self._status(o.doc.id, DocStatus.PROCESSED) for o in ok]
+        if self.config.merge.defer_summaries:  # cleared once their summaries are flushed
+            statuses = [mark_pending(s) for s in statuses]
         statuses += [await self._status(o.doc.id, DocStatus.FAILED, error=o.error) for o in failed]
         await self.stores.doc_status.upsert(statuses)
         report.processed += [o.doc.id for o in ok]
@@ -339,6 +343,7 @@ class Indexer:
             await self.delete(deleting)
         redo = [r for r in interrupted if not r.metadata.get(LEGACY_DELETING_FLAG)]
         if not redo:
+            await self._finish_summaries()
             return deleting
         heads = await self._resumable(redo)
         await self._remove_contribution(redo, keep=heads)
@@ -353,7 +358,12 @@ class Indexer:
             r.model_copy(update={"status": DocStatus.PENDING, "updated_at": utcnow()}) for r in redo
         )
         await self._run(requeue, report or IndexReport())
+        await self._finish_summaries()
         return deleting + [r.id for r in redo]
+
+    async def _finish_summaries(self) -> None:
+        """Summaries deferred by committed batches (``ragkit.pipeline.summaries``)."""
+        await finish_summaries(self.stores, self.updater, await pending_documents(self.stores))
 
     async def _resumable(self, records: Sequence[DocStatusRecord]) -> dict[str, int]:
         """Documents cut short between windows, with the chunks committed before:

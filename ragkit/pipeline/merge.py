@@ -34,6 +34,10 @@ class MergeConfig(BaseModel):
     summary_context_tokens: int = Field(default=12000, ge=500)
     """Largest input of one summary call; longer inputs are map-reduced."""
     summary_max_output_tokens: int = Field(default=500, ge=50)
+    defer_summaries: bool = True
+    """Insert batches store the joined lines and an ``insert()`` summarises each
+    entity once at its end (see ``ragkit.pipeline.summaries``), instead of one
+    summary call per batch that adds a line to an entity over the threshold."""
     language: str = "English"
 
 
@@ -43,22 +47,24 @@ class Merger:
         self.tokenizer = tokenizer
         self.config = config
 
-    async def entity(self, key: str, fragments: Sequence[Fragment]) -> dict:
-        """Node properties for the entity ``key`` from all its fragments."""
+    async def entity(self, key: str, fragments: Sequence[Fragment], *, summarise: bool = True) -> dict:
+        """Node properties for the entity ``key`` from all its fragments
+        (``summarise=False``: the joined lines, even past the threshold)."""
         props = entity_properties(key, fragments)
-        props["description"] = await self._describe(props["name"], props["description"])
+        props["description"] = await self._describe(props["name"], props["description"], summarise)
         return props
 
-    async def relation(self, key: tuple[str, str], fragments: Sequence[Fragment]) -> dict:
+    async def relation(self, key: tuple[str, str], fragments: Sequence[Fragment], *, summarise: bool = True) -> dict:
         """Edge properties for the relation ``key`` from all its fragments."""
         props = relation_properties(key, fragments)
-        props["description"] = await self._describe(f"{props['source']} - {props['target']}", props["description"])
+        subject = f"{props['source']} - {props['target']}"
+        props["description"] = await self._describe(subject, props["description"], summarise)
         return props
 
-    async def _describe(self, subject: str, joined: str) -> str:
+    async def _describe(self, subject: str, joined: str, summarise: bool = True) -> str:
         """The fragments' joined description lines, or their summary once they pass a threshold."""
         lines = joined.split(SEPARATOR) if joined else []
-        if self.llm is None or not self._needs_summary(lines, joined):
+        if self.llm is None or not summarise or not self._needs_summary(lines, joined):
             return joined
         return await self._summarise(subject, lines)
 

@@ -46,6 +46,9 @@ KILL_POINTS = {
     "mid-flush: vectors on disk, graph not": "0/entity_vectors.flush/2/after",
     "graph flushed, status not processed": "0/graph.flush/3/after",
     "right after a full flush": "0/stores.flush/5/after",
+    # the end of step 0's insert: 14 commits, then the deferred summaries' pass
+    "summary pass, before its graph writes": "0/graph.upsert_nodes/15/before",
+    "summary pass flushed, marks not cleared": "0/stores.flush/15/after",
     # step 1: a second insert over a workspace that already holds documents
     "second run, mid-commit": "1/extractions.upsert/2/after",
     "second run, extracting": "1/llm/10/after",
