@@ -188,26 +188,36 @@ class _Decoded:
     binary: str | None = None
 
 
-def _decode(data: bytes) -> _Decoded:
-    encoding, body, bom = "utf-8", data, False
+def _decode(given: bytes | list[bytes]) -> _Decoded:
+    """Decodes bytes; given in a one-item list, the list is emptied once they are
+    decoded, so the caller's bytes are not held while the text is normalised (a
+    large file is then at most two copies at a time, not four)."""
+    data = given[0] if isinstance(given, list) else given
+    encoding, skip, bom = "utf-8", 0, False
     for mark, name in _BOMS:
         if data.startswith(mark):
-            encoding, body, bom = name, data[len(mark):], True
+            encoding, skip, bom = name, len(mark), True
             break
     if not bom and b"\x00" in data:
         # UTF-8 text never contains NUL; rejecting early avoids decoding a large binary.
         return _Decoded("", encoding, bom, 0, binary="contains NUL bytes")
     _tally.replaced = 0
-    text = body.decode(encoding, errors="ragkit.replace_count")
+    body_size = len(data) - skip
+    with memoryview(data) as view:  # no copy of the body after a byte order mark
+        text = str(view[skip:], encoding, "ragkit.replace_count")
     replaced = _tally.replaced
-    decoded = _Decoded(normalize_text(text), encoding, bom, replaced)
+    if isinstance(given, list):
+        given.clear()
+    del data
     sample = text[:_SAMPLE]
+    text = normalize_text(text)
+    decoded = _Decoded(text, encoding, bom, replaced)
     if "\x00" in text:
         decoded.binary = "contains NUL characters"
     elif sample and len(_CONTROL.findall(sample)) > _MAX_CONTROL_RATIO * len(sample):
         decoded.binary = "mostly control characters"
-    elif body and replaced > _MAX_REPLACED_RATIO * len(body):
-        decoded.binary = f"not {encoding.upper()} text ({replaced} of {len(body)} bytes invalid)"
+    elif body_size and replaced > _MAX_REPLACED_RATIO * body_size:
+        decoded.binary = f"not {encoding.upper()} text ({replaced} of {body_size} bytes invalid)"
     return decoded
 
 
@@ -338,7 +348,9 @@ class _Loader:
         note = self._add_loaded(path, shown, data)
         if note is None:
             return
-        decoded = _decode(data)
+        held = [data]
+        del data  # _decode drops the bytes once they are text
+        decoded = _decode(held)
         if decoded.binary:
             self.item(shown, "skipped", f"binary file: {decoded.binary}")
             return
