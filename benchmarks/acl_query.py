@@ -88,17 +88,12 @@ async def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
+    import bench_ragkit
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--modes", default="local,global,mix,ppr,naive")
     p.add_argument("--docs", type=int, default=0)
     p.add_argument("--questions", type=int, default=0)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--dimension", type=int, default=384)
-    p.add_argument("--concurrency", type=int, default=8)
-    p.add_argument("--gleaning", type=int, default=0)
-    p.add_argument("--top-k", type=int, default=40)
-    p.add_argument("--chunk-top-k", type=int, default=20)
-    p.add_argument("--max-entity-tokens", type=int, default=6000)
-    p.add_argument("--max-relation-tokens", type=int, default=8000)
-    p.add_argument("--max-total-tokens", type=int, default=30000)
+    bench_ragkit.add_rag_args(p)
     asyncio.run(main(p.parse_args()))

@@ -453,6 +453,19 @@ def check_embedder() -> None:
     print("hash embedder: identical to ragkit.testing.HashEmbedder")
 
 
+def add_rag_args(p: argparse.ArgumentParser) -> None:
+    """The options ``make_rag`` and ``query_param`` read, with the defaults every
+    ragkit harness script shares (LightRAG's worker mirrors them in its own venv)."""
+    p.add_argument("--dimension", type=int, default=384)
+    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--gleaning", type=int, default=0)
+    p.add_argument("--top-k", type=int, default=40)
+    p.add_argument("--chunk-top-k", type=int, default=20)
+    p.add_argument("--max-entity-tokens", type=int, default=6000)
+    p.add_argument("--max-relation-tokens", type=int, default=8000)
+    p.add_argument("--max-total-tokens", type=int, default=30000)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("run", choices=["prepare", "quality", "throughput", "scale", "score", "check-embedder"])
@@ -464,9 +477,6 @@ def main() -> int:
     p.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
     p.add_argument("--st-backend", choices=["onnx", "torch"], default="onnx",
                    help="quality: the sentence-transformers plugin's backend for MiniLM")
-    p.add_argument("--dimension", type=int, default=384)
-    p.add_argument("--concurrency", type=int, default=8)
-    p.add_argument("--gleaning", type=int, default=0)
     p.add_argument("--latency", type=float, default=0.0)
     p.add_argument("--jitter", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
@@ -485,11 +495,7 @@ def main() -> int:
                    help="quality: also every mode at these total budgets, comma list (as MODE@TOKENS)")
     p.add_argument("--equal-tokens", default="",
                    help='quality: JSON {mode: tokens}: also each mode at that total budget (as MODE@lightrag)')
-    p.add_argument("--top-k", type=int, default=40)
-    p.add_argument("--chunk-top-k", type=int, default=20)
-    p.add_argument("--max-entity-tokens", type=int, default=6000)
-    p.add_argument("--max-relation-tokens", type=int, default=8000)
-    p.add_argument("--max-total-tokens", type=int, default=30000)
+    add_rag_args(p)
     args = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.run == "prepare":

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from ragkit._loop_thread import close_items
 from ragkit.plugins import create_model, create_store, get_registry
 from ragkit.plugins.registry import STORE_KINDS, AdapterInfo
 from ragkit.protocols import StoreConfig
@@ -73,11 +74,7 @@ def _model_fixture(info: AdapterInfo):
     async def adapter(self, ragkit_adapter_options):
         model = create_model(info.kind, info.cls, ragkit_adapter_options(info))
         yield model
-        close = getattr(model, "aclose", None)
-        if callable(close):
-            result = close()
-            if inspect.isawaitable(result):
-                await result
+        await close_items(model)
 
     return adapter
 

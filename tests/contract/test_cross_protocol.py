@@ -6,12 +6,12 @@ Options, selection and the RAGKIT_CONTRACT_REQUIRE policing are those of
 
 from __future__ import annotations
 
-import inspect
 import re
 import uuid
 
 import pytest_asyncio
 
+from ragkit._loop_thread import close_items
 from ragkit.plugins import create_model, create_store, get_registry
 from ragkit.protocols import StoreConfig
 from ragkit.testing.contracts import CrossProtocolContract
@@ -22,11 +22,7 @@ def _fixtures(embedder_info, vector_info):
     async def embedder(self, ragkit_adapter_options):
         model = create_model("embedder", embedder_info.cls, ragkit_adapter_options(embedder_info))
         yield model
-        close = getattr(model, "aclose", None)
-        if callable(close):
-            result = close()
-            if inspect.isawaitable(result):
-                await result
+        await close_items(model)
 
     @pytest_asyncio.fixture
     async def vector_store(self, embedder, tmp_path, ragkit_adapter_options):
