@@ -89,6 +89,7 @@ def run_child(python: str, cwd: Path, file: Path, timeout: float) -> dict:
             for line in proc.stderr:
                 events.append(time.perf_counter())
                 stderr_lines.append(line.rstrip())
+                print(line.rstrip(), file=sys.stderr, flush=True)  # so a long run can be watched
 
         reader = threading.Thread(target=read_stderr, daemon=True)
         reader.start()
