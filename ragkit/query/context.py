@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ragkit.protocols import Tokenizer
 from ragkit.query.counting import TokenCounts
@@ -54,6 +54,9 @@ SECTION_SEPARATOR = "\n\n"
 FENCE_OPEN, FENCE_CLOSE = "```json", "```"
 MAX_REFS = 5
 """References listed per entity or relation (its first supporting documents)."""
+MIN_CUT_TOKENS = 64
+"""A row is shown cut (``_Builder._cut``) only if this much of its description fits."""
+CUT_MARK = " …"
 RESERVED_REFERENCE = 99
 """The reference number estimates reserve room for, in each of an entity's or
 relation's ``MAX_REFS`` references and in a chunk's ``ref``."""
@@ -167,6 +170,7 @@ class _Builder:
         self._lines: dict[Hashable, Line] = {}
         self._units: dict[tuple[Hashable, str], int] = {}
         self._reserves: dict[int, int] = {}
+        self._copies: list = []
         self._ref_reserve = counts.count(chunk_line(ChunkItem("", "", "", None, ""), RESERVED_REFERENCE).parts[0])
 
     # -- estimates, for choosing ----------------------------------------------------
@@ -202,15 +206,47 @@ class _Builder:
                 and context.prompt_tokens <= self.budget.total_tokens)
 
     def prefix(self, items: list, header: str, limit: float) -> tuple[list, int]:
-        """The leading items whose section fits ``limit``, and the section's estimate (0 if empty)."""
-        kept, used = [], self._fixed(header, fenced=True)
+        """Items in rank order while their section fits ``limit``, and the
+        section's estimate (0 if empty). A row too long for what is left is
+        passed over, not the end of the section, and the first one passed
+        over is shown cut to what is left at the end (``_cut``): one long
+        merged description (a hub's) must not leave the budget unused (issue 17)."""
+        kept, used, passed = [], self._fixed(header, fenced=True), None
         for item in items:
             cost = self.estimate(item)
-            if used + cost > limit:
-                break
-            kept.append(item)
-            used += cost
+            if used + cost <= limit:
+                kept.append(item)
+                used += cost
+            elif passed is None:
+                passed = item
+        cut = self._cut(passed, limit - used) if passed is not None else None
+        if cut is not None:
+            rank = {id(item): i for i, item in enumerate(items)}
+            rank[id(cut)] = rank[id(passed)]
+            kept = sorted([*kept, cut], key=lambda item: rank[id(item)])
+            used += self.estimate(cut)
         return kept, used if kept else 0
+
+    def _cut(self, item: EntityItem | RelationItem, room: float) -> EntityItem | RelationItem | None:
+        """A copy of a graph row with its description cut (at a word, marked
+        ``…``) so the row fits ``room``; ``None`` if less than ``MIN_CUT_TOKENS``
+        of description would show."""
+        text = str(item.props.get("description", ""))
+
+        def shortened(chars: int) -> EntityItem | RelationItem:
+            shown = text[:chars].rsplit(" ", 1)[0] if chars < len(text) else text
+            copy = replace(item, props={**item.props, "description": shown + CUT_MARK})
+            self._copies.append(copy)  # kept alive: the caches here are keyed by id()
+            return copy
+
+        if room - self.estimate(shortened(0)) < MIN_CUT_TOKENS:
+            return None
+        low, high = 0, len(text)  # the longest prefix that fits, by bisection on characters
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if self.estimate(shortened(middle)) <= room else (low, middle)
+        best = shortened(low)
+        return best if self.estimate(best) <= room and len(best.props["description"]) > len(CUT_MARK) else None
 
     def choose(self, entities: list[EntityItem], relations: list[RelationItem], chunks: list[ChunkItem]
                ) -> tuple[list[ChunkItem], list[EntityItem], list[RelationItem]]:

@@ -4,8 +4,9 @@
 - global: high-level keywords -> relation vectors -> edges -> their endpoints;
 - naive: the question -> chunk vectors;
 - ppr: each low-level keyword -> its nearest entities as seeds (relation
-  endpoints for the high-level ones when there are none) -> personalized
-  PageRank on the graph around them -> entities, relations, chunks by score.
+  endpoints for the high-level ones when there are none), plus the endpoints
+  of the relations nearest the question -> personalized PageRank on the
+  graph around them -> entities, relations, chunks by score.
 
 Graph neighbourhoods are ranked by degree, then weight. Vector hits keep their
 own index's similarity; graph-found items have no score.
@@ -106,18 +107,20 @@ class Searcher:
             if rec is not None
         ]
 
-    async def ppr(self, low: list[str], high: list[str], top_k: int
+    async def ppr(self, low: list[str], high: list[str], top_k: int, question: str = ""
                   ) -> tuple[list[EntityItem], list[RelationItem], list[tuple[str, float]]]:
         """Entities and relations by PageRank score (top_k each) and every chunk
         they support, by summed score."""
         hits: list[tuple[str, float]] = []
         # Each low-level keyword links to its own nearest entities (HippoRAG's
         # query-entity linking); the high-level ones only stand in for none.
-        await self.embed_all([*low, keyword_text(high)] if high else low)
+        await self.embed_all([*low, keyword_text(high), question] if high else [*low, question])
         for keyword in low:
             hits += await self._seeds(self.vectors[keyword])
         if high and not hits:
             hits += await self._seed_ends(self.vectors[keyword_text(high)], top_k)
+        if question and ppr.TRIPLE_SEEDS:  # query-to-triple linking: the relations the question states
+            hits += await self._seed_ends(self.vectors[question], ppr.TRIPLE_SEEDS)
         seed_props = await self.graph.get_nodes([k for k, _ in hits])
         seeds = ppr.seed_weights([(k, s, len(p.get("source_ids", []))) for (k, s), p in zip(hits, seed_props) if p])
         if not seeds:

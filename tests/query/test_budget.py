@@ -70,3 +70,43 @@ async def test_at_a_small_budget_chunks_come_before_graph_rows(indexed, question
             mix = await rag.aquery(q["question"], mode="mix", only_need_context=True, max_total_tokens=1500)
             naive = await rag.aquery(q["question"], mode="naive", only_need_context=True, max_total_tokens=1500)
             assert mix.chunks and mix.metadata["tokens"]["chunks"] >= 0.8 * naive.metadata["tokens"]["chunks"]
+
+
+def test_a_hub_row_too_long_for_what_is_left_is_shown_cut_and_the_rest_still_shown():
+    """A hub's merged description can be longer than what its section has
+    left: the rows after it are still taken (it is passed over, not the end of
+    the section), and it is shown cut at a word, marked, to fill the section."""
+    from ragkit.query.context import CUT_MARK, Budget, build_context
+    from ragkit.query.items import EntityItem
+    from ragkit.tokenizer import TiktokenTokenizer
+
+    chunk = ChunkItem("c1", "Alpha met Beta in Gamma.", "d1", "a.txt", "chunk_vectors")
+    small = [EntityItem({"name": n, "type": "person", "description": f"{n} is a person.", "source_ids": ["c1"]},
+                        "entity_vectors", key=n.lower()) for n in ("Alpha", "Beta")]
+    hub = EntityItem({"name": "Gamma", "type": "place", "source_ids": ["c1"],
+                      "description": " ".join(f"Gamma fact number {i}." for i in range(2000))},
+                     "entity_vectors", key="gamma")
+    last = EntityItem({"name": "Delta", "type": "place", "description": "Delta is near Gamma.", "source_ids": ["c1"]},
+                      "entity_vectors", key="delta")
+    budget = Budget(entity_tokens=600, relation_tokens=600, total_tokens=5000, fixed_tokens=100)
+    context = build_context([*small, hub, last], [], [chunk], TiktokenTokenizer(), budget)
+    shown = {e.key: e.props["description"] for e in context.entities}
+    assert list(shown) == ["alpha", "beta", "gamma", "delta"]  # rank order kept, the row after the hub shown
+    assert shown["gamma"].endswith(CUT_MARK) and shown["gamma"].startswith("Gamma fact number 0.")
+    assert len(shown["gamma"]) < len(hub.props["description"])
+    assert 0.85 * 600 <= context.tokens["entities"] <= 600
+    assert hub.props["description"].startswith("Gamma fact number 0.") and not hub.props["description"].endswith(CUT_MARK)
+
+
+@pytest.mark.parametrize("mode", ["local", "global", "hybrid"])
+async def test_a_graph_mode_keeps_the_questions_nearest_chunks_as_a_floor(indexed, questions, mode):
+    """A graph mode fuses the chunks its items come from with the question's
+    nearest chunks: it never ranks worse than dense retrieval in the same
+    chunk bound. The nearest chunk is in every graph mode's context."""
+    async with make_rag(indexed) as rag:
+        for q in questions:
+            naive = await rag.aquery(q["question"], mode="naive", only_need_context=True, chunk_top_k=20)
+            graph = await rag.aquery(q["question"], mode=mode, only_need_context=True, chunk_top_k=20)
+            top = naive.chunks[0]["id"]
+            assert top in {c["id"] for c in graph.chunks}
+            assert "chunk_vectors" in {c["stage"] for c in graph.chunks}

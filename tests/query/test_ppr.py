@@ -9,6 +9,7 @@ import pytest
 
 from ragkit.protocols import StoreConfig
 from ragkit.query import ppr
+from ragkit.query.search import Searcher
 from ragkit.storage import NetworkXGraphStore
 from ragkit.testing import ScriptedLLM
 
@@ -131,3 +132,25 @@ async def test_ppr_reaches_the_second_hop_that_local_mode_misses(tmp_path):
     order = [c["content"][:8] for c in walked.chunks]
     assert order.index("Springer") < min([i for i, x in enumerate(order) if x.startswith("Lake")] or [99]), order
     assert order.index("Climate ") < order.index("Springer")
+
+
+async def test_the_question_links_its_relations_as_seeds(tmp_path, monkeypatch):
+    """Query-to-triple linking: with no keyword linked to any entity, the
+    endpoints of the relations nearest the question still seed the walk."""
+    docs = ["Climate Dynamics is a journal published by Springer.",
+            "Springer was founded by Julius Springer in Berlin in 1842."]
+
+    def answer(request):
+        if request.role == "extraction":
+            return next((rows for needle, rows in EXTRACTIONS.items() if needle in request.prompt), "") + "<|COMPLETE|>"
+        return '{"high_level_keywords": [], "low_level_keywords": []}'
+
+    async with make_rag(tmp_path, llm=ScriptedLLM(script=answer)) as rag:
+        await rag.ainsert(docs)
+        searcher = Searcher(rag.stores, rag.embedder)
+        question = "Julius Springer founded Springer in Berlin"
+        entities, _, chunks = await searcher.ppr([], [], 5, question)
+        assert {"julius springer", "springer"} <= {e.key for e in entities}
+        assert chunks and all(score > 0 for _, score in chunks)
+        monkeypatch.setattr(ppr, "TRIPLE_SEEDS", 0)
+        assert await Searcher(rag.stores, rag.embedder).ppr([], [], 5, question) == ([], [], [])

@@ -220,7 +220,7 @@ async def test_answers_are_cached_by_every_parameter_and_never_with_history(work
         assert first.answer and "answer" not in first.metadata["cache_hits"]
         again = await rag.aquery(question, mode="mix")
         assert again.answer == first.answer and set(again.metadata["cache_hits"]) == {"keywords", "answer"}
-        for change in ({"mode": "hybrid"}, {"top_k": 5}, {"response_type": "One sentence"},
+        for change in ({"mode": "local"}, {"top_k": 5}, {"response_type": "One sentence"},
                        {"user_prompt": "Be brief."}, {"max_total_tokens": 5000}, {"chunk_top_k": 3},
                        {"doc_ids": [first.references[0].doc_id]}, {"language": "French"}):
             changed = await rag.aquery(question, **{"mode": "mix", **change})
