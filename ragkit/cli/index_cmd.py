@@ -36,6 +36,7 @@ class ProgressLine:
         self.chunks = 0
         self.planned = 0  # chunks of documents indexed window by window...
         self.committed = 0  # ...and how many of them are committed
+        self.summaries = [0, 0, 0.0]  # the final summary pass: done, planned, when it started
         self.started = time.perf_counter()
         self.stats = llm_stats
         self.plain = os.environ.get("RAGKIT_PROGRESS", "").strip().lower() == "plain"
@@ -51,6 +52,10 @@ class ProgressLine:
             self.planned += n
         elif event == "chunks_committed":
             self.committed += n
+        elif event == "summaries_planned":
+            self.summaries = [0, self.summaries[1] + n, time.perf_counter()]
+        elif event == "summaries_done":
+            self.summaries[0] += n
         if not self.enabled:
             return
         if self.plain and time.perf_counter() - self.last < 1.0 and event != "documents_committed":
@@ -64,6 +69,11 @@ class ProgressLine:
         calls = sum(stats.calls.values()) if stats else 0
         tokens = sum(stats.input_tokens.values()) + sum(stats.output_tokens.values()) if stats else 0
         large = f"  large documents: {self.committed}/{self.planned} chunks committed" if self.planned else ""
+        done, planned, since = self.summaries
+        if planned and done < planned:  # the final pass: its own rate, once a slice is done
+            large += f"  summaries: {done}/{planned} entities and relations"
+            rate = done / (time.perf_counter() - since) if done else 0.0
+            eta = (planned - done) / rate if rate else eta
         sys.stderr.write(
             f"{'' if self.plain else chr(13)}{self.done}/{self.total} documents  {self.chunks} chunks{large}  "
             f"{calls} LLM calls  {tokens} tokens  {elapsed:.0f}s elapsed  ETA {eta:.0f}s   "

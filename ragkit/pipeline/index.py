@@ -363,7 +363,7 @@ class Indexer:
 
     async def _finish_summaries(self) -> None:
         """Summaries deferred by committed batches (``ragkit.pipeline.summaries``)."""
-        await finish_summaries(self.stores, self.updater, await pending_documents(self.stores))
+        await finish_summaries(self.stores, self.updater, await pending_documents(self.stores), self.progress)
 
     async def _resumable(self, records: Sequence[DocStatusRecord]) -> dict[str, int]:
         """Documents cut short between windows, with the chunks committed before:

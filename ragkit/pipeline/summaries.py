@@ -20,7 +20,7 @@ marked documents and finishes their summaries.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ragkit.core.extraction import ChunkExtraction
 from ragkit.core.keys import Pair, entity_key, relation_key
@@ -53,9 +53,14 @@ async def pending_documents(stores: Stores) -> list[DocStatusRecord]:
         cursor = page.next_cursor
 
 
-async def finish_summaries(stores: Stores, updater: GraphUpdater, records: Sequence[DocStatusRecord]) -> None:
+async def finish_summaries(stores: Stores, updater: GraphUpdater, records: Sequence[DocStatusRecord],
+                           progress: Callable[[str, int], None] | None = None) -> None:
     """Recompute, with summaries, every entity and relation these documents'
-    chunks mention; then flush and clear the documents' marks."""
+    chunks mention; then flush and clear the documents' marks. ``progress``
+    hears ``summaries_planned`` (entities and relations to recompute) once and
+    ``summaries_done`` after each slice: on a large document this pass takes
+    minutes, and progress must not sit still."""
+    progress = progress or (lambda event, n: None)
     if not records:
         return
     entities: set[str] = set()
@@ -70,9 +75,12 @@ async def finish_summaries(stores: Stores, updater: GraphUpdater, records: Seque
     # A slice of keys at a time: memory holds one slice's fragments, not every
     # fragment of the insert (a large document's windows were bounded too).
     ents, rels = sorted(entities), sorted(relations)
+    progress("summaries_planned", len(ents) + len(rels))
     for i in range(0, max(len(ents), len(rels)), KEYS):
-        await updater.apply(Changes(entities=set(ents[i : i + KEYS]), relations=set(rels[i : i + KEYS])))
+        part = Changes(entities=set(ents[i : i + KEYS]), relations=set(rels[i : i + KEYS]))
+        await updater.apply(part)
         await stores.flush()
+        progress("summaries_done", len(part.entities) + len(part.relations))
     await stores.doc_status.upsert(
         r.model_copy(update={
             "metadata": {k: v for k, v in r.metadata.items() if k != SUMMARY_PENDING},

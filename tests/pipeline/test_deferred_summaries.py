@@ -127,3 +127,21 @@ async def test_run_cut_short_between_batches_is_valid_and_finished_next_run(tmp_
     async with clean:
         await clean.indexer().insert(eu_cluster)
         assert cut_snap == await store_snapshot(clean.stores)
+
+
+async def test_the_final_pass_reports_its_progress(tmp_path, eu_cluster, monkeypatch):
+    """On a large document the final pass takes minutes: it says how many
+    entities and relations it will recompute, then what each slice did, and
+    the two agree with the graph it leaves."""
+    monkeypatch.setattr(summaries, "KEYS", 5)
+    events: list[tuple[str, int]] = []
+    rag, _ = make_rag(tmp_path, defer=True)
+    rag.progress = lambda event, n: events.append((event, n))
+    async with rag:
+        await rag.indexer().insert(eu_cluster)
+        items = await rag.stores.graph.node_count() + await rag.stores.graph.edge_count()
+    planned = [n for e, n in events if e == "summaries_planned"]
+    done = [n for e, n in events if e == "summaries_done"]
+    assert planned == [items]
+    assert len(done) > 1 and sum(done) == items
+    assert [e for e, _ in events].index("summaries_planned") > [e for e, _ in events].index("documents_committed")
