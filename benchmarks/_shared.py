@@ -16,7 +16,7 @@ import re
 import resource
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,7 @@ class SimulatedLatency:
         self.peak_in_flight = 0
         self.texts_in: list[str] = []
         self.texts_out: list[str] = []
+        self.roles: list[str] = []
 
     @contextlib.asynccontextmanager
     async def call(self):
@@ -95,12 +96,16 @@ class SimulatedLatency:
         finally:
             self.in_flight -= 1
 
-    async def __call__(self, input_texts: Sequence[str], answer) -> str:
+    async def __call__(self, input_texts: Sequence[str], answer, role: str | Callable[[], str] = "") -> str:
+        """``role``: the call's role (extraction, gleaning, summary), or a
+        function that tells it once ``answer`` has run (LightRAG's worker knows
+        a call's role only by answering it)."""
         async with self.call():
             out = answer()
         # Tokens are counted after the run (count_tokens), not inside the timed part.
         self.texts_in.append("\n".join(t for t in input_texts if t))
         self.texts_out.append(out)
+        self.roles.append(role() if callable(role) else role)
         return out
 
     def summary(self, concurrency: int, wall: float) -> dict[str, Any]:
@@ -116,11 +121,18 @@ class SimulatedLatency:
             )
         return out
 
-    def count_tokens(self) -> dict[str, int]:
+    def count_tokens(self) -> dict[str, Any]:
+        """cl100k_base tokens in and out, in all and by role."""
         enc = tiktoken_encoding()
+        by_role: dict[str, dict[str, int]] = {}
+        for text_in, text_out, role in zip(self.texts_in, self.texts_out, self.roles):
+            counts = by_role.setdefault(role or "unknown", {"input": 0, "output": 0})
+            counts["input"] += len(enc.encode(text_in, disallowed_special=()))
+            counts["output"] += len(enc.encode(text_out, disallowed_special=()))
         return {
-            "input_tokens": sum(len(enc.encode(t, disallowed_special=())) for t in self.texts_in),
-            "output_tokens": sum(len(enc.encode(t, disallowed_special=())) for t in self.texts_out),
+            "input_tokens": sum(c["input"] for c in by_role.values()),
+            "output_tokens": sum(c["output"] for c in by_role.values()),
+            "tokens_by_role": by_role,
         }
 
 

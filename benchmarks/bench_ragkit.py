@@ -104,7 +104,10 @@ class BenchLLM:
         from ragkit.protocols.models import Completion, Usage
 
         texts = [request.system or "", *(m.content for m in request.history), request.prompt]
-        text = await self.latency(texts, lambda: self.inner.answer(request))
+        from ragkit.pipeline.prompts import is_gleaning_request
+
+        role = "gleaning" if is_gleaning_request(request) else request.role
+        text = await self.latency(texts, lambda: self.inner.answer(request), role)
         return Completion(text=text, usage=Usage(input_tokens=0, output_tokens=0))
 
     async def stream(self, request: Any) -> AsyncIterator[str]:

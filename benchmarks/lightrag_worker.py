@@ -93,7 +93,13 @@ class ReplayModel:
                        history_messages: list | None = None, **kwargs: Any) -> str:
         history = history_messages or []
         texts = [system_prompt or "", *(m.get("content", "") for m in history), prompt]
-        return await self.latency(texts, lambda: self.answer(prompt, history))
+        before = dict(self.calls)
+
+        def role() -> str:  # the counter the answer moved; named as ragkit names its roles
+            moved = next((k for k in self.calls if self.calls[k] != before.get(k)), "unknown")
+            return {"extract": "extraction"}.get(moved, moved)
+
+        return await self.latency(texts, lambda: self.answer(prompt, history), role)
 
     def answer(self, prompt: str, history: list) -> str:
         if "---Input Text---" in prompt and not history:

@@ -93,6 +93,7 @@ def targets_section(res: dict, lines: list[str]) -> None:
         rows.append(["ragkit indexing efficiency", "≥ 0.9",
                      f"{e[0]:.2f} ({t['prefix']} passages), {e[1]:.2f} (all)",
                      "met" if min(e) >= 0.9 else "not met"])
+        rows += indexing_cost_targets(res)
     if rows:
         lines += ["## Targets (issues 8 and 17) in this run", ""]
         lines += table(["target", "wanted", "measured", ""], rows)
@@ -104,6 +105,22 @@ MIX_SIZED = {
     "ppr@lightrag-mix-tokens": "ppr at LightRAG mix's tokens (chunk bound lifted to 60)",
 }
 """ppr runs at LightRAG mix's mean context (``bench_ragkit.budget_runs``)."""
+
+
+def indexing_cost_targets(res: dict) -> list[list[str]]:
+    """Issue 17's indexing targets (the side-by-side throughput run, equal gleaning)."""
+    t = res.get("throughput")
+    if not t:
+        return []
+    a, c = t["latency"]["ragkit"], t["latency"]["lightrag"]
+    sa, sc = a["llm_calls"].get("summary", 0), c["llm_calls"].get("summary", 0)
+    ta, tc = a["input_tokens"] + a["output_tokens"], c["input_tokens"] + c["output_tokens"]
+    return [
+        [f"indexing summary calls, ragkit vs LightRAG ({t['prefix']:,} passages)", "≤ LightRAG's",
+         f"{sa} vs {sc}", "met" if sa <= sc else "not met"],
+        [f"indexing tokens (in + out), ragkit / LightRAG ({t['prefix']:,} passages)", "≤ 0.9",
+         f"{ta / tc:.2f} ({ta:,} vs {tc:,})", "met" if ta <= 0.9 * tc else "not met"],
+    ]
 
 
 def equal_cost_targets(rk: dict, lr: dict) -> list[list[str]]:
@@ -346,9 +363,26 @@ def throughput_section(res: dict, lines: list[str]) -> None:
         ["zero latency: peak RSS (MiB)", fmt(za["peak_rss_mib"], 0), fmt(zc["peak_rss_mib"], 0),
          ratio(za["peak_rss_mib"], zc["peak_rss_mib"]), fmt(zfull["peak_rss_mib"], 0)],
     ]
+    rows[3:3] = role_token_rows(a, c, full)
     lines += table(["", f"ragkit ({t['prefix']:,})", f"LightRAG ({t['prefix']:,})", "ragkit / LightRAG",
                     f"ragkit (all {full['docs']:,})"], rows)
     lines += ["", "![indexing wall time](benchmarks/throughput.png)", ""]
+
+
+ROLES = ("extraction", "gleaning", "summary")
+
+
+def role_token_rows(a: dict, c: dict, full: dict) -> list[list[str]]:
+    """Input + output tokens per role (runs before the per-role count have none)."""
+    rows = []
+    for role in ROLES:
+        x, y, z = (d.get("tokens_by_role", {}).get(role) for d in (a, c, full))
+        if x is None and y is None:
+            continue
+        tokens = [v["input"] + v["output"] if v else None for v in (x, y, z)]
+        rows.append([f"… {role} tokens (in + out)", fmt(tokens[0]), fmt(tokens[1]), ratio(tokens[0], tokens[1]),
+                     fmt(tokens[2])])
+    return rows
 
 
 def latency_section(res: dict, lines: list[str]) -> None:

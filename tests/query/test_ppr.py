@@ -96,6 +96,17 @@ def distractor(i: int) -> tuple[str, str]:
     return text, rows
 
 
+def scripted(script: dict[str, str]) -> ScriptedLLM:
+    """Extraction rows by a needle of the chunk's text; no keywords."""
+
+    def answer(request):
+        if request.role == "extraction":
+            return next((rows for needle, rows in script.items() if needle in request.prompt), "") + "<|COMPLETE|>"
+        return '{"high_level_keywords": [], "low_level_keywords": []}'
+
+    return ScriptedLLM(script=answer)
+
+
 async def test_ppr_reaches_the_second_hop_that_local_mode_misses(tmp_path):
     """"Who founded the publisher of Climate Dynamics?": the founder's passage
     never names the journal. Local mode keeps only the journal's own edges;
@@ -108,12 +119,7 @@ async def test_ppr_reaches_the_second_hop_that_local_mode_misses(tmp_path):
         docs.append(text)
         script[text[:12]] = rows
 
-    def answer(request):
-        if request.role == "extraction":
-            return next((rows for needle, rows in script.items() if needle in request.prompt), "") + "<|COMPLETE|>"
-        return '{"high_level_keywords": [], "low_level_keywords": []}'
-
-    async with make_rag(tmp_path, llm=ScriptedLLM(script=answer)) as rag:
+    async with make_rag(tmp_path, llm=scripted(script)) as rag:
         await rag.ainsert(docs)
         asked = dict(only_need_context=True, low_level_keywords=["Climate Dynamics"], high_level_keywords=["founder"],
                      top_k=1, chunk_top_k=1)
@@ -139,13 +145,7 @@ async def test_the_question_links_its_relations_as_seeds(tmp_path, monkeypatch):
     endpoints of the relations nearest the question still seed the walk."""
     docs = ["Climate Dynamics is a journal published by Springer.",
             "Springer was founded by Julius Springer in Berlin in 1842."]
-
-    def answer(request):
-        if request.role == "extraction":
-            return next((rows for needle, rows in EXTRACTIONS.items() if needle in request.prompt), "") + "<|COMPLETE|>"
-        return '{"high_level_keywords": [], "low_level_keywords": []}'
-
-    async with make_rag(tmp_path, llm=ScriptedLLM(script=answer)) as rag:
+    async with make_rag(tmp_path, llm=scripted(EXTRACTIONS)) as rag:
         await rag.ainsert(docs)
         searcher = Searcher(rag.stores, rag.embedder)
         question = "Julius Springer founded Springer in Berlin"
