@@ -15,6 +15,7 @@ fragments, not whole extractions.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -70,12 +71,13 @@ class GraphUpdater:
         self._relations: dict[str, dict[Pair, list[Relation]]] = {}
         self._changes = Changes()
         self._keys: dict[str, str] = {}
+        self._rows: dict[str, Entity | Relation] = {}
         self._summarise = True
 
     async def apply(self, changes: Changes, *, summarise: bool = True) -> tuple[int, int]:
         """Returns (entities written or deleted, relations written or deleted).
         ``summarise=False`` stores joined description lines (a deferred summary)."""
-        self._entities, self._relations, self._changes, self._keys = {}, {}, changes, {}
+        self._entities, self._relations, self._changes, self._keys, self._rows = {}, {}, changes, {}, {}
         self._summarise = summarise
         # Relations first: deleting a node also deletes its edges, which would
         # hide them from the relation pass and leave their vectors behind.
@@ -96,13 +98,28 @@ class GraphUpdater:
                 for row in rec.get("entities", ()) if rec is not None else ():
                     key = self._key(row["name"])
                     if key in self._changes.entities:
-                        ents.setdefault(key, []).append(Entity.model_validate(row))
+                        ents.setdefault(key, []).append(self._row(Entity, row))
                 for row in rec.get("relations", ()) if rec is not None else ():
                     a, b = self._key(row["source"]), self._key(row["target"])
                     pair = (a, b) if a <= b else (b, a)
                     if pair in self._changes.relations:
-                        rels.setdefault(pair, []).append(Relation.model_validate(row))
+                        rels.setdefault(pair, []).append(self._row(Relation, row))
                 self._entities[cid], self._relations[cid] = ents, rels
+
+    def _row(self, model: type[Entity] | type[Relation], row: dict) -> Entity | Relation:
+        """The validated row, one shared (frozen) object per distinct row in
+        this update. Why: a text whose passages recur (a long report quoting
+        itself, a repeated corpus) gives the same row in many chunks, and each
+        window holds the rows of every source of what it touches; shared, the
+        working set grows with the distinct rows, not with how often they recur.
+        A stored row's ``source_ids`` (its own chunk) is left out: the merge
+        takes a fragment's chunk from ``Fragment.chunk_id``, never from the row."""
+        fields = {k: v for k, v in row.items() if k != "source_ids"}
+        text = model.__name__ + json.dumps(fields, sort_keys=True, ensure_ascii=False)
+        found = self._rows.get(text)
+        if found is None:
+            found = self._rows[text] = model.model_validate(fields)
+        return found
 
     def _key(self, name: str) -> str:
         """``entity_key``, remembered for this update (names repeat across chunks)."""
