@@ -171,6 +171,7 @@ class _Builder:
         self._units: dict[tuple[Hashable, str], int] = {}
         self._reserves: dict[int, int] = {}
         self._copies: list = []
+        self._cuts: dict[tuple[int, float], EntityItem | RelationItem | None] = {}
         self._ref_reserve = counts.count(chunk_line(ChunkItem("", "", "", None, ""), RESERVED_REFERENCE).parts[0])
 
     # -- estimates, for choosing ----------------------------------------------------
@@ -219,7 +220,12 @@ class _Builder:
                 used += cost
             elif passed is None:
                 passed = item
-        cut = self._cut(passed, limit - used) if passed is not None else None
+        cut = None
+        if passed is not None:  # choosing runs several times per query: one bisection per row and room
+            key = (id(passed), limit - used)
+            if key not in self._cuts:
+                self._cuts[key] = self._cut(passed, limit - used)
+            cut = self._cuts[key]
         if cut is not None:
             rank = {id(item): i for i, item in enumerate(items)}
             rank[id(cut)] = rank[id(passed)]
