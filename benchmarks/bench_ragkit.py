@@ -314,6 +314,8 @@ async def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             report = await rag.indexer().insert(docs)
             index_s = None if indexed else time.perf_counter() - t0
             embedded = {"texts": embedder.texts, "calls": embedder.calls}
+            # The whole corpus's indexing cost, set against LightRAG's quality index (issue 17).
+            index_tokens = None if indexed else llm.latency.count_tokens()
             modes = await query_all(rag, questions, args, args.modes.split(","), embedder)
             modes.update(await budget_runs(rag, questions, args, embedder))
             if args.variants:  # the graph modes again on the same index, graph chunks by similarity
@@ -333,8 +335,8 @@ async def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "system": "ragkit", "version": _version(), "documents": len(passages),
         "indexed": len(report.processed), "index_s": index_s and round(index_s, 2),
-        "llm_calls": dict(report.llm["calls"]), "unknown_prompts": llm.inner.unknown_prompts,
-        "embedded_while_indexing": embedded, "embedder": args.embedder,
+        "llm_calls": dict(report.llm["calls"]), "index_tokens": index_tokens,
+        "unknown_prompts": llm.inner.unknown_prompts, "embedded_while_indexing": embedded, "embedder": args.embedder,
         "embedder_backend": args.st_backend if minilm else None, "peak_rss_mib": peak_rss_mib(),
         "modes": modes,
     }

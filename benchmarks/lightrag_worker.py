@@ -243,6 +243,7 @@ async def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             await insert(rag, passages, args.batch)
         index_s = None if indexed else time.perf_counter() - started
         embedded = dict(EMBEDDED)
+        index_tokens = None if indexed else llm.latency.count_tokens()  # before any query call
         graph = await rag.chunk_entity_relation_graph.get_all_nodes() if hasattr(
             rag.chunk_entity_relation_graph, "get_all_nodes") else []
         modes: dict[str, Any] = {}
@@ -272,6 +273,7 @@ async def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             "index_s": index_s and round(index_s, 2),
             "graph_nodes": len(graph),
             "llm_calls": llm.calls,
+            "index_tokens": index_tokens,
             "unmatched_extractions": llm.unmatched,
             "unmatched_samples": llm.unmatched_samples,
             "embedded_while_indexing": embedded,

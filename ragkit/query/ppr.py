@@ -15,7 +15,9 @@ How:
    (HippoRAG 2's query-to-triple linking: a question says how its entities
    relate, and the relation index holds exactly such statements). Each seed
    weighs its similarity times its specificity (1 / the chunks it comes
-   from), so that hubs found by chance do not dominate the walk.
+   from), so that hubs found by chance do not dominate the walk, times its
+   relevance (its cosine to the whole question, ``RELEVANCE_EXPONENT``), so
+   that entities a generic keyword happens to be near do not either.
 2. The graph around them, read hop by hop through ``nodes_edges`` (any graph
    backend), up to ``MAX_NODES`` nodes.
 3. PageRank on it, restarting at the seeds with probability ``1 - DAMPING``.
@@ -47,6 +49,15 @@ SEEDS_PER_KEYWORD = 3
 """Entities linked to each low-level keyword."""
 TRIPLE_SEEDS = 3
 """Relations nearest the question whose endpoints join the seeds (0: none)."""
+RELEVANCE_EXPONENT = 8
+"""A seed's weight is multiplied by its entity's cosine to the whole question
+raised to this power. Why: a generic keyword links to entities near the word
+but far from the question ("performers" -> a wrestling "character" at 0.80,
+"country" -> "country united states"), and with specificity such a rare
+entity outweighed the question's named ones, so the walk's first chunks were
+about it. At 8, a seed at cosine 0.3 to the question weighs 1/256 of one at
+0.6. Chosen on half A of the dev questions among 1-16 (issue 17,
+``benchmarks/findings.md``)."""
 SCORED_PER_KEPT = 5
 """Chunks are scored from this many times top_k best entities, not only the kept ones."""
 ITERATIONS = 100
@@ -109,12 +120,14 @@ def personalized_pagerank(nodes: Sequence[str], edges: Sequence[Pair], seeds: Ma
     return {n: float(score[i]) for n, i in index.items()}
 
 
-def seed_weights(hits: Sequence[tuple[str, float, int]]) -> dict[str, float]:
-    """(entity, similarity, chunks it comes from) -> restart weights: similarity x specificity."""
+def seed_weights(hits: Sequence[tuple[str, float, int, float]]) -> dict[str, float]:
+    """(entity, similarity, chunks it comes from, cosine to the question) ->
+    restart weights: similarity x relevance ** RELEVANCE_EXPONENT x specificity."""
     weights: dict[str, float] = {}
-    for key, similarity, chunks in hits:
+    for key, similarity, chunks, relevance in hits:
         # To the protocol's score precision (rank_hits): backends differ below it.
-        weight = max(round(similarity, 6), 0.0) / max(chunks, 1)
+        weight = (max(round(similarity, 6), 0.0) * max(round(relevance, 6), 0.0) ** RELEVANCE_EXPONENT
+                  / max(chunks, 1))
         weights[key] = max(weights.get(key, 0.0), weight)
     return weights
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ragkit import ids
 from ragkit.core.extraction import entity_text, relation_text
 from ragkit.core.scope import Restrictor, Scope, ScopedGraph
 from ragkit.core.stores import Stores
@@ -122,7 +123,9 @@ class Searcher:
         if question and ppr.TRIPLE_SEEDS:  # query-to-triple linking: the relations the question states
             hits += await self._seed_ends(self.vectors[question], ppr.TRIPLE_SEEDS)
         seed_props = await self.graph.get_nodes([k for k, _ in hits])
-        seeds = ppr.seed_weights([(k, s, len(p.get("source_ids", []))) for (k, s), p in zip(hits, seed_props) if p])
+        relevance = await self._relevance(hits, question)
+        seeds = ppr.seed_weights([(k, s, len(p.get("source_ids", [])), r)
+                                  for (k, s), p, r in zip(hits, seed_props, relevance) if p])
         if not seeds:
             return [], [], []
         nodes, edges = await ppr.neighbourhood(self.graph, list(seeds))
@@ -143,6 +146,17 @@ class Searcher:
             if edge is not None
         ]
         return entities, relations, chunks
+
+    async def _relevance(self, hits: list[tuple[str, float]], question: str) -> list[float]:
+        """Each linked entity's cosine to the question, from its stored vector
+        (a seed's own link score where there is no question or no vector)."""
+        if not question or not hits:
+            return [score for _, score in hits]
+        q = _unit(self.vectors[question])
+        records = await self.stores.entity_vectors.get([ids.entity_id(key) for key, _ in hits])
+        # To the protocol's score precision: backends store vectors at different precisions.
+        return [round(float(_unit(rec.vector) @ q), 6) if rec is not None else score
+                for (_, score), rec in zip(hits, records)]
 
     async def _seeds(self, query: np.ndarray) -> list[tuple[str, float]]:
         if self.view is None:  # unscoped: the hits as they are (missing nodes are dropped with the seeds)
@@ -237,3 +251,9 @@ class Searcher:
         kept = [i for i in items if i.score >= cutoff]
         kept.sort(key=lambda i: -i.score)  # stable: equal scores keep the index's order
         return kept
+
+
+def _unit(vector: object) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float64)
+    norm = np.linalg.norm(v)
+    return v / norm if norm else v

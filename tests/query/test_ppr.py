@@ -52,8 +52,10 @@ def test_no_usable_seed_gives_no_scores():
 
 
 def test_seeds_weigh_similarity_by_specificity_and_chunks_share_an_entitys_score():
-    weights = ppr.seed_weights([("hub", 0.9, 30), ("rare", 0.6, 1), ("rare", 0.8, 1), ("neg", -0.2, 1)])
-    assert weights == {"hub": pytest.approx(0.03), "rare": pytest.approx(0.8), "neg": 0.0}
+    weights = ppr.seed_weights([("hub", 0.9, 30, 1.0), ("rare", 0.6, 1, 1.0), ("rare", 0.8, 1, 1.0),
+                                ("neg", -0.2, 1, 1.0), ("off", 0.9, 1, 0.5), ("against", 0.9, 1, -0.1)])
+    assert weights == {"hub": pytest.approx(0.03), "rare": pytest.approx(0.8), "neg": 0.0,
+                       "off": pytest.approx(0.9 * 0.5 ** ppr.RELEVANCE_EXPONENT), "against": 0.0}
     ranked = ppr.chunk_scores({"x": 0.6, "y": 0.2}, {"x": ["c1", "c2", "c2"], "y": ["c2"]})
     assert ranked == [("c2", pytest.approx(0.5)), ("c1", pytest.approx(0.3))]
 
@@ -154,3 +156,29 @@ async def test_the_question_links_its_relations_as_seeds(tmp_path, monkeypatch):
         assert chunks and all(score > 0 for _, score in chunks)
         monkeypatch.setattr(ppr, "TRIPLE_SEEDS", 0)
         assert await Searcher(rag.stores, rag.embedder).ppr([], [], 5, question) == ([], [], [])
+
+
+async def test_a_seed_far_from_the_question_weighs_less(tmp_path, monkeypatch):
+    """Both keywords link their entity, but the question is about Climate
+    Dynamics: weighed by their cosine to the question, the walk starts mostly
+    there and ranks the publisher above the lake; unweighed, the lake first."""
+    docs = ["Climate Dynamics is a journal published by Springer.",
+            "Springer was founded by Julius Springer in Berlin in 1842."]
+    script = dict(EXTRACTIONS)
+    for i in range(6):
+        text, rows = distractor(i)
+        docs.append(text)
+        script[text[:12]] = rows
+    question = "Who founded the publisher of the journal Climate Dynamics?"
+    async with make_rag(tmp_path, llm=scripted(script)) as rag:
+        await rag.ainsert(docs)
+
+        async def scores():
+            entities, _, _ = await Searcher(rag.stores, rag.embedder).ppr(["Climate Dynamics", "Lake 3"], [], 20, question)
+            return {e.key: e.score for e in entities}
+
+        weighted = await scores()
+        monkeypatch.setattr(ppr, "RELEVANCE_EXPONENT", 0)
+        flat = await scores()
+    assert flat["lake 3"] > flat["springer"], flat  # the lake's seed is as strong as the journal's
+    assert weighted["climate dynamics"] > weighted["springer"] > weighted["lake 3"], weighted
