@@ -123,9 +123,10 @@ class Searcher:
         if question and ppr.TRIPLE_SEEDS:  # query-to-triple linking: the relations the question states
             hits += await self._seed_ends(self.vectors[question], ppr.TRIPLE_SEEDS)
         seed_props = await self.graph.get_nodes([k for k, _ in hits])
-        relevance = await self._relevance(hits, question)
+        hits, seed_props = [h for h, p in zip(hits, seed_props) if p], [p for p in seed_props if p]
+        relevance = await self._relevance(hits, seed_props, question)
         seeds = ppr.seed_weights([(k, s, len(p.get("source_ids", [])), r)
-                                  for (k, s), p, r in zip(hits, seed_props, relevance) if p])
+                                  for (k, s), p, r in zip(hits, seed_props, relevance)])
         if not seeds:
             return [], [], []
         nodes, edges = await ppr.neighbourhood(self.graph, list(seeds))
@@ -147,16 +148,22 @@ class Searcher:
         ]
         return entities, relations, chunks
 
-    async def _relevance(self, hits: list[tuple[str, float]], question: str) -> list[float]:
+    async def _relevance(self, hits: list[tuple[str, float]], props: list[dict], question: str) -> list[float]:
         """Each linked entity's cosine to the question, from its stored vector
-        (a seed's own link score where there is no question or no vector)."""
+        (a seed's own link score where there is no question or no vector).
+        Scoped, an entity whose description the scope recomputed is embedded
+        afresh: its stored vector embeds text from documents out of scope."""
         if not question or not hits:
             return [score for _, score in hits]
         q = _unit(self.vectors[question])
         records = await self.stores.entity_vectors.get([ids.entity_id(key) for key, _ in hits])
+        vectors = [rec.vector if rec is not None else None for rec in records]
+        if self.view is not None:
+            fresh = {i: entity_text(p) for i, ((key, _), p) in enumerate(zip(hits, props)) if key in self.view.recomputed}
+            await self.embed_all(fresh.values())
+            vectors = [self.vectors[fresh[i]] if i in fresh else v for i, v in enumerate(vectors)]
         # To the protocol's score precision: backends store vectors at different precisions.
-        return [round(float(_unit(rec.vector) @ q), 6) if rec is not None else score
-                for (_, score), rec in zip(hits, records)]
+        return [round(float(_unit(v) @ q), 6) if v is not None else score for (_, score), v in zip(hits, vectors)]
 
     async def _seeds(self, query: np.ndarray) -> list[tuple[str, float]]:
         if self.view is None:  # unscoped: the hits as they are (missing nodes are dropped with the seeds)
