@@ -98,6 +98,18 @@ def distractor(i: int) -> tuple[str, str]:
     return text, rows
 
 
+def springer_and_lakes(lakes: int) -> tuple[list[str], ScriptedLLM]:
+    """The journal, its publisher's founder and ``lakes`` unrelated passages, with their extractions."""
+    docs = ["Climate Dynamics is a journal published by Springer.",
+            "Springer was founded by Julius Springer in Berlin in 1842."]
+    script = dict(EXTRACTIONS)
+    for i in range(lakes):
+        text, rows = distractor(i)
+        docs.append(text)
+        script[text[:12]] = rows
+    return docs, scripted(script)
+
+
 def scripted(script: dict[str, str]) -> ScriptedLLM:
     """Extraction rows by a needle of the chunk's text; no keywords."""
 
@@ -113,15 +125,8 @@ async def test_ppr_reaches_the_second_hop_that_local_mode_misses(tmp_path):
     """"Who founded the publisher of Climate Dynamics?": the founder's passage
     never names the journal. Local mode keeps only the journal's own edges;
     the walk from the journal reaches Springer and its founder's passage."""
-    docs = ["Climate Dynamics is a journal published by Springer.",
-            "Springer was founded by Julius Springer in Berlin in 1842."]
-    script = dict(EXTRACTIONS)
-    for i in range(12):
-        text, rows = distractor(i)
-        docs.append(text)
-        script[text[:12]] = rows
-
-    async with make_rag(tmp_path, llm=scripted(script)) as rag:
+    docs, llm = springer_and_lakes(12)
+    async with make_rag(tmp_path, llm=llm) as rag:
         await rag.ainsert(docs)
         asked = dict(only_need_context=True, low_level_keywords=["Climate Dynamics"], high_level_keywords=["founder"],
                      top_k=1, chunk_top_k=1)
@@ -162,15 +167,9 @@ async def test_a_seed_far_from_the_question_weighs_less(tmp_path, monkeypatch):
     """Both keywords link their entity, but the question is about Climate
     Dynamics: weighed by their cosine to the question, the walk starts mostly
     there and ranks the publisher above the lake; unweighed, the lake first."""
-    docs = ["Climate Dynamics is a journal published by Springer.",
-            "Springer was founded by Julius Springer in Berlin in 1842."]
-    script = dict(EXTRACTIONS)
-    for i in range(6):
-        text, rows = distractor(i)
-        docs.append(text)
-        script[text[:12]] = rows
+    docs, llm = springer_and_lakes(6)
     question = "Who founded the publisher of the journal Climate Dynamics?"
-    async with make_rag(tmp_path, llm=scripted(script)) as rag:
+    async with make_rag(tmp_path, llm=llm) as rag:
         await rag.ainsert(docs)
 
         async def scores():
