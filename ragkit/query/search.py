@@ -150,11 +150,12 @@ class Searcher:
 
     async def _relevance(self, hits: list[tuple[str, float]], props: list[dict], question: str) -> list[float]:
         """Each linked entity's cosine to the question, from its stored vector
-        (a seed's own link score where there is no question or no vector).
-        Scoped, an entity whose description the scope recomputed is embedded
-        afresh: its stored vector embeds text from documents out of scope."""
+        (1 for all without a question; a seed's own link score where its
+        vector is missing). Scoped, an entity whose description the scope
+        recomputed is embedded afresh: its stored vector embeds text from
+        documents out of scope."""
         if not question or not hits:
-            return [score for _, score in hits]
+            return [1.0] * len(hits)
         q = _unit(self.vectors[question])
         records = await self.stores.entity_vectors.get([ids.entity_id(key) for key, _ in hits])
         vectors = [rec.vector if rec is not None else None for rec in records]

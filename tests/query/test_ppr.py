@@ -172,12 +172,13 @@ async def test_a_seed_far_from_the_question_weighs_less(tmp_path, monkeypatch):
     async with make_rag(tmp_path, llm=llm) as rag:
         await rag.ainsert(docs)
 
-        async def scores():
-            entities, _, _ = await Searcher(rag.stores, rag.embedder).ppr(["Climate Dynamics", "Lake 3"], [], 20, question)
+        async def scores(asked=question):
+            entities, _, _ = await Searcher(rag.stores, rag.embedder).ppr(["Climate Dynamics", "Lake 3"], [], 20, asked)
             return {e.key: e.score for e in entities}
 
-        weighted = await scores()
+        weighted, unasked = await scores(), await scores("")
         monkeypatch.setattr(ppr, "RELEVANCE_EXPONENT", 0)
         flat = await scores()
+        assert await scores("") == unasked  # without a question, every seed's relevance is 1
     assert flat["lake 3"] > flat["springer"], flat  # the lake's seed is as strong as the journal's
     assert weighted["climate dynamics"] > weighted["springer"] > weighted["lake 3"], weighted
