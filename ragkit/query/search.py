@@ -156,7 +156,7 @@ class Searcher:
         documents out of scope."""
         if not question or not hits:
             return [1.0] * len(hits)
-        q = _unit(self.vectors[question])
+        q = self.vectors[question]
         records = await self.stores.entity_vectors.get([ids.entity_id(key) for key, _ in hits])
         vectors = [rec.vector if rec is not None else None for rec in records]
         if self.view is not None:
@@ -164,7 +164,7 @@ class Searcher:
             await self.embed_all(fresh.values())
             vectors = [self.vectors[fresh[i]] if i in fresh else v for i, v in enumerate(vectors)]
         # To the protocol's score precision: backends store vectors at different precisions.
-        return [round(float(_unit(v) @ q), 6) if v is not None else score for (_, score), v in zip(hits, vectors)]
+        return [round(_cosine(v, q), 6) if v is not None else score for (_, score), v in zip(hits, vectors)]
 
     async def _seeds(self, query: np.ndarray) -> list[tuple[str, float]]:
         if self.view is None:  # unscoped: the hits as they are (missing nodes are dropped with the seeds)
@@ -251,17 +251,16 @@ class Searcher:
             return items
         fresh = [i for i in items if i.key in self.view.recomputed]
         await self.embed_all(text_of(i.props) for i in fresh)
-        norm = float(np.linalg.norm(query)) or 1.0
         for item in fresh:
-            vec = self.vectors[text_of(item.props)]
-            item.score = float(vec @ query) / ((float(np.linalg.norm(vec)) * norm) or 1.0)
+            item.score = _cosine(self.vectors[text_of(item.props)], query)
         cutoff = min(h.score for h in hits) if hits and len(hits) >= asked else -np.inf
         kept = [i for i in items if i.score >= cutoff]
         kept.sort(key=lambda i: -i.score)  # stable: equal scores keep the index's order
         return kept
 
 
-def _unit(vector: object) -> np.ndarray:
-    v = np.asarray(vector, dtype=np.float64)
-    norm = np.linalg.norm(v)
-    return v / norm if norm else v
+def _cosine(a: object, b: object) -> float:
+    """In float64 (stored vectors come back as float32 or lists); 0 for a zero vector."""
+    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    norms = float(np.linalg.norm(a64) * np.linalg.norm(b64))
+    return float(a64 @ b64) / norms if norms else 0.0
