@@ -122,10 +122,18 @@ def indexing_cost_targets(res: dict) -> list[list[str]]:
     return rows
 
 
+def tokens(run: dict, role: str | None = None) -> int | None:
+    """A run's input + output tokens, in all or for one role (None: not counted)."""
+    if role is None:
+        return run["input_tokens"] + run["output_tokens"]
+    counts = run.get("tokens_by_role", {}).get(role)
+    return counts["input"] + counts["output"] if counts else None
+
+
 def cost_rows(a: dict, c: dict, what: str) -> list[list[str]]:
     """Summary calls and tokens, ragkit against LightRAG (dicts with ``llm_calls``, ``input_tokens``, ``output_tokens``)."""
     sa, sc = a["llm_calls"].get("summary", 0), c["llm_calls"].get("summary", 0)
-    ta, tc = a["input_tokens"] + a["output_tokens"], c["input_tokens"] + c["output_tokens"]
+    ta, tc = tokens(a), tokens(c)
     return [
         [f"indexing summary calls, ragkit vs LightRAG ({what})", "≤ LightRAG's",
          f"{sa} vs {sc}", "met" if sa <= sc else "not met"],
@@ -411,17 +419,12 @@ def full_corpus_section(res: dict, lines: list[str]) -> None:
         "tokens (input + output) per role.",
         "",
     ]
-    rows = [["LLM calls", fmt(sum(a["llm_calls"].values())), fmt(sum(c["llm_calls"].values())),
-             ratio(sum(a["llm_calls"].values()), sum(c["llm_calls"].values()))]]
-    x, y = a["llm_calls"].get("summary", 0), c["llm_calls"].get("summary", 0)
-    rows.append(["… summary calls", fmt(x), fmt(y), ratio(x, y)])
-    ta, tc = a["input_tokens"] + a["output_tokens"], c["input_tokens"] + c["output_tokens"]
-    rows.append(["tokens (in + out)", fmt(ta), fmt(tc), ratio(ta, tc)])
-    for role in ROLES:
-        x, y = (d["tokens_by_role"].get(role) for d in (a, c))
-        if x or y:
-            tx, ty = (v["input"] + v["output"] if v else 0 for v in (x, y))
-            rows.append([f"… {role} tokens", fmt(tx), fmt(ty), ratio(tx, ty)])
+    pairs = [("LLM calls", sum(a["llm_calls"].values()), sum(c["llm_calls"].values())),
+             ("… summary calls", a["llm_calls"].get("summary", 0), c["llm_calls"].get("summary", 0)),
+             ("tokens (in + out)", tokens(a), tokens(c))]
+    pairs += [(f"… {role} tokens", tokens(a, role) or 0, tokens(c, role) or 0)
+              for role in ROLES if tokens(a, role) or tokens(c, role)]
+    rows = [[name, fmt(x), fmt(y), ratio(x, y)] for name, x, y in pairs]
     lines += table(["", "ragkit", "LightRAG", "ragkit / LightRAG"], rows)
     lines += [""]
 
@@ -433,12 +436,9 @@ def role_token_rows(a: dict, c: dict, full: dict) -> list[list[str]]:
     """Input + output tokens per role (runs before the per-role count have none)."""
     rows = []
     for role in ROLES:
-        x, y, z = (d.get("tokens_by_role", {}).get(role) for d in (a, c, full))
-        if x is None and y is None:
-            continue
-        tokens = [v["input"] + v["output"] if v else None for v in (x, y, z)]
-        rows.append([f"… {role} tokens (in + out)", fmt(tokens[0]), fmt(tokens[1]), ratio(tokens[0], tokens[1]),
-                     fmt(tokens[2])])
+        x, y, z = (tokens(d, role) for d in (a, c, full))
+        if x is not None or y is not None:
+            rows.append([f"… {role} tokens (in + out)", fmt(x), fmt(y), ratio(x, y), fmt(z)])
     return rows
 
 
