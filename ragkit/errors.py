@@ -16,6 +16,7 @@
     │   └── ElementExistsError      the entity or relation to create already exists
     ├── ExportError                 an export format or target ragkit cannot write
     ├── WriterLockTimeoutError      another process kept the workspace's writer lock too long
+    ├── WriteAccessError            a principal's write that would hide its result from itself
     └── DocumentNotFoundError       an id or path that names no stored document
 
 Messages name the problem and the fix, because they reach users of the CLI.
@@ -74,6 +75,10 @@ class ExtractionError(ModelError):
 
 class GraphEditError(RagkitError, ValueError):
     """A graph edit that cannot be applied as asked (e.g. merging fewer than two)."""
+
+
+class WriteAccessError(RagkitError, ValueError):
+    """A write made as a principal that the write rule refuses (``pipeline/identity.py``)."""
 
 
 class ElementNotFoundError(GraphEditError, LookupError):

@@ -48,13 +48,14 @@ from pydantic import ValidationError
 from ragkit.access import AccessList, Principal
 from ragkit._loop_thread import LoopThread, await_on, call_on, iterate_on, relay_from, running_loop
 from ragkit.backends import build_model
-from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.llm_cache import CachedLLM, counting
 from ragkit.core.stores import Stores
 from ragkit.errors import InvalidValueError, describe_validation_error
 from ragkit.offline import default_llm
 from ragkit.pipeline.edit import CustomKG, CustomKGReport, GraphEditor
 from ragkit.pipeline.documents import DocumentPage, list_documents, readable_counts, resolve_documents
 from ragkit.pipeline.export import ExportSummary, export_graph
+from ragkit.pipeline.identity import claim
 from ragkit.pipeline.index import IndexConfig, Indexer, IndexReport, Progress
 from ragkit.pipeline.load import LoadReport, load_documents
 from ragkit.plugins import create_model
@@ -301,27 +302,45 @@ class RAG:
         paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
         documents: Document | Iterable[Document] | None = None,
         access: AccessList | None = None,
+        principal: Principal | None = None,
     ) -> tuple[LoadReport, IndexReport]:
         """Index ``texts`` (each string is a document's content, never a path),
         the files and folders in ``paths`` and ready ``documents``; returns the
         load and index reports. ``access``: who may read the inputs that carry
         no list of their own (``ragkit.access``; none: everyone, or the list a
-        document already had)."""
+        document already had).
+
+        ``principal``: the write is made as that principal (what ``ragkit
+        serve`` does for a keyed request): each document's list must let it
+        read the document (else ``WriteAccessError``, and nothing is written),
+        no list means everyone, and the documents get identities of their own
+        (``ragkit.pipeline.identity``), so a submission never changes or
+        reveals a document the principal may not read. The report then covers
+        the submitted documents only."""
         loaded = load_documents(_inputs(texts, paths, documents))
         docs = loaded.documents
+        await self.aopen()
+        if principal is not None:
+            docs = claim(docs, principal, access)
+            # Interrupted work of others is finished first, out of this report
+            # and out of what this insert counts as its own model calls.
+            with counting(None):
+                await Indexer(self.stores, self.llm, self.embedder, self.tokenizer, self.index_config).recover()
+            return loaded, await self.indexer().insert(docs, recover=False)
         if access is not None:
             docs = [d if d.access is not None else d.model_copy(update={"access": access}) for d in docs]
-        await self.aopen()
         return loaded, await self.indexer().insert(docs)
 
     @_on_home_loop
-    async def adelete(self, targets: str | Iterable[str]) -> list[str]:
+    async def adelete(self, targets: str | Iterable[str], *, principal: Principal | None = None) -> list[str]:
         """Delete the documents named by id or by the path they were indexed
         from; returns the deleted ids. Every name is resolved first: an unknown
-        one raises ``DocumentNotFoundError`` and nothing is deleted."""
+        one raises ``DocumentNotFoundError`` and nothing is deleted. With
+        ``principal``, names resolve among the documents it may read only (a
+        hidden document is unknown, with the same error)."""
         await self.aopen()
         names = [targets] if isinstance(targets, str) else list(targets)
-        resolution = await resolve_documents(self.stores, names)
+        resolution = await resolve_documents(self.stores, names, principal=principal)
         return await self.indexer().delete(resolution.require_all())
 
     @_on_home_loop
@@ -421,51 +440,63 @@ class RAG:
 
     # -- graph editing and export ------------------------------------------------
 
-    def editor(self) -> GraphEditor:
+    def editor(self, principal: Principal | None = None) -> GraphEditor:
         """Edits recompute with the indexer's merger (and so its LLM), so that an
-        edited graph is what indexing the edited facts would give."""
-        return GraphEditor(self.stores, self.indexer().updater)
+        edited graph is what indexing the edited facts would give. With
+        ``principal``, the edit sees and changes what it may read only
+        (``ragkit.pipeline.edit``)."""
+        return GraphEditor(self.stores, self.indexer().updater, principal)
 
-    async def _edit(self, op: str, *args: Any, **kwargs: Any) -> Any:
+    async def _edit(self, op: str, *args: Any, principal: Principal | None = None, **kwargs: Any) -> Any:
         await self.aopen()
-        return await getattr(self.editor(), op)(*args, **kwargs)
+        return await getattr(self.editor(principal), op)(*args, **kwargs)
+
+    # Every edit takes ``principal=``: made as that principal, as ``editor`` says.
 
     @_on_home_loop
-    async def acreate_entity(self, name: str, type: str = "entity", description: str = "") -> dict:
-        return await self._edit("create_entity", name, type, description)
+    async def acreate_entity(
+        self, name: str, type: str = "entity", description: str = "", *, principal: Principal | None = None
+    ) -> dict:
+        return await self._edit("create_entity", name, type, description, principal=principal)
 
     @_on_home_loop
-    async def aedit_entity(self, name: str, *, description: str | None = None, type: str | None = None) -> dict:
-        return await self._edit("edit_entity", name, description=description, type=type)
+    async def aedit_entity(
+        self, name: str, *, description: str | None = None, type: str | None = None, principal: Principal | None = None
+    ) -> dict:
+        return await self._edit("edit_entity", name, description=description, type=type, principal=principal)
 
     @_on_home_loop
-    async def arename_entity(self, old: str, new: str) -> dict:
-        return await self._edit("rename_entity", old, new)
+    async def arename_entity(self, old: str, new: str, *, principal: Principal | None = None) -> dict:
+        return await self._edit("rename_entity", old, new, principal=principal)
 
     @_on_home_loop
-    async def adelete_entity(self, name: str) -> None:
-        await self._edit("delete_entity", name)
+    async def adelete_entity(self, name: str, *, principal: Principal | None = None) -> None:
+        await self._edit("delete_entity", name, principal=principal)
 
     @_on_home_loop
-    async def amerge_entities(self, sources: list[str], target: str) -> dict:
-        return await self._edit("merge_entities", sources, target)
+    async def amerge_entities(self, sources: list[str], target: str, *, principal: Principal | None = None) -> dict:
+        return await self._edit("merge_entities", sources, target, principal=principal)
 
     @_on_home_loop
     async def acreate_relation(
-        self, source: str, target: str, keywords: str = "", description: str = "", strength: float = 1.0
+        self, source: str, target: str, keywords: str = "", description: str = "", strength: float = 1.0,
+        *, principal: Principal | None = None,
     ) -> dict:
-        return await self._edit("create_relation", source, target, keywords, description, strength)
+        return await self._edit("create_relation", source, target, keywords, description, strength, principal=principal)
 
     @_on_home_loop
     async def aedit_relation(
         self, source: str, target: str, *,
         keywords: str | None = None, description: str | None = None, weight: float | None = None,
+        principal: Principal | None = None,
     ) -> dict:
-        return await self._edit("edit_relation", source, target, keywords=keywords, description=description, weight=weight)
+        return await self._edit(
+            "edit_relation", source, target, keywords=keywords, description=description, weight=weight, principal=principal
+        )
 
     @_on_home_loop
-    async def adelete_relation(self, source: str, target: str) -> None:
-        await self._edit("delete_relation", source, target)
+    async def adelete_relation(self, source: str, target: str, *, principal: Principal | None = None) -> None:
+        await self._edit("delete_relation", source, target, principal=principal)
 
     @_on_home_loop
     async def ainsert_custom_kg(self, kg: CustomKG | dict) -> CustomKGReport:

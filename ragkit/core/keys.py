@@ -7,6 +7,17 @@ from ragkit.ids import normalize_name
 Pair = tuple[str, str]
 """An edge's key: its two endpoint keys, in order."""
 
+MANUAL_DOC = "manual"
+"""The document id manual chunks carry (``pipeline/edit.py``): they belong to no document."""
+MANUAL_PREFIX = "manual-"
+"""How a manual chunk's id starts. A manual chunk holds a fact asserted through
+a graph edit; it has no access list, so, like a document without one, everyone
+in the workspace may read it (``core/scope.py``)."""
+
+
+def is_manual(chunk_id: str) -> bool:
+    return chunk_id.startswith(MANUAL_PREFIX)
+
 
 def entity_key(name: str) -> str:
     """The graph node id of an entity: its normalised name."""

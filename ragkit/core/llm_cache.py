@@ -24,7 +24,8 @@ import contextlib
 import heapq
 import itertools
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -52,6 +53,22 @@ class LLMStats:
             "input_tokens": dict(self.input_tokens),
             "output_tokens": dict(self.output_tokens),
         }
+
+
+_counting: ContextVar[LLMStats | None] = ContextVar("ragkit_llm_counting", default=None)
+
+
+@contextlib.contextmanager
+def counting(usage: LLMStats | None) -> Iterator[LLMStats | None]:
+    """Count into ``usage`` (as well as each LLM's own stats) the calls and
+    cache hits made in this block, by it and the tasks it starts: what one
+    ingestion job made, apart from the queries served meanwhile. ``None``
+    counts nothing for the block."""
+    token = _counting.set(usage)
+    try:
+        yield usage
+    finally:
+        _counting.reset(token)
 
 
 class PrioritySemaphore:
@@ -119,22 +136,25 @@ class CachedLLM:
             await self._store(request, text, scope)
         return text
 
-    async def complete_checked(self, request: ChatRequest, check: Callable[[str], T]) -> T:
+    async def complete_checked(self, request: ChatRequest, check: Callable[[str], T], *, scope: str | None = None) -> T:
         """``check(answer)``, caching the answer only when the check returns.
 
         A check that raises leaves nothing cached (an earlier cached answer it
-        rejects is forgotten), so the next run asks the model again.
+        rejects is forgotten), so the next run asks the model again. ``scope``
+        keeps the answers of one identity space apart: a principal's
+        submission must not learn, from a hit, that someone else's document
+        holds the same text.
         """
-        hit = await self._cached(request)
+        hit = await self._cached(request, scope)
         if hit is not None:
             try:
                 return check(hit)
             except Exception:
-                await self.forget(request)
+                await self.forget(request, scope)
                 raise
         text = await self._ask(request)
         result = check(text)
-        await self._store(request, text)
+        await self._store(request, text, scope)
         return result
 
     def _key(self, request: ChatRequest, scope: str | None = None) -> str:
@@ -147,16 +167,21 @@ class CachedLLM:
         hit = await self.cache.get(self._key(request, scope))
         if hit is None:
             return None
-        self.stats.cache_hits[request.role] += 1
+        self._count("cache_hits", request.role)
         return clean(hit["text"])  # cached before answers were cleaned: NUL was storable
 
     async def _ask(self, request: ChatRequest) -> str:
         async with self.semaphore.slot(1 if request.role in BULK_ROLES else 0):
             completion = await self.llm.complete(request)
-        self.stats.calls[request.role] += 1
-        self.stats.input_tokens[request.role] += completion.usage.input_tokens
-        self.stats.output_tokens[request.role] += completion.usage.output_tokens
+        self._count("calls", request.role)
+        self._count("input_tokens", request.role, completion.usage.input_tokens)
+        self._count("output_tokens", request.role, completion.usage.output_tokens)
         return clean(completion.text)
+
+    def _count(self, what: str, role: str, n: int = 1) -> None:
+        for stats in (self.stats, _counting.get()):
+            if stats is not None:
+                getattr(stats, what)[role] += n
 
     async def _store(self, request: ChatRequest, text: str, scope: str | None = None) -> None:
         if self.cache is not None:
@@ -168,11 +193,11 @@ class CachedLLM:
     async def stream(self, request: ChatRequest):
         """Pieces of the answer as they come; never cached (a stream may be cut)."""
         async with self.semaphore:
-            self.stats.calls[request.role] += 1
+            self._count("calls", request.role)
             async for piece in self.llm.stream(request):
                 yield piece
 
-    async def forget(self, request: ChatRequest) -> None:
+    async def forget(self, request: ChatRequest, scope: str | None = None) -> None:
         """Drop a cached answer that turned out unusable, so a retry asks again."""
         if self.cache is not None:
-            await self.cache.delete([request.cache_key(self.llm.model_id)])
+            await self.cache.delete([self._key(request, scope)])

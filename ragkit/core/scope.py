@@ -5,7 +5,9 @@ principal it is made for (``ragkit.access``): the documents the principal may
 read, narrowed by the request's own choice, never widened. Only processed
 documents are in a scope.
 
-An entity or relation counts only through chunks of the scoped documents. When
+An entity or relation counts only through chunks of the scoped documents (and
+manual chunks, the facts graph edits assert: they carry no access list, so, like
+a document without one, every scope holds them). When
 only some of its sources are in scope, its description is recomputed from the
 in-scope chunks' extractions alone (no LLM summary), so that text derived from
 other documents never reaches the context. ``ScopedGraph`` (below) applies
@@ -23,7 +25,7 @@ from typing import Any
 from ragkit import ids
 from ragkit.access import Principal, allows
 from ragkit.core.extraction import ChunkExtraction, Fragment, entity_properties, relation_properties
-from ragkit.core.keys import Pair, entity_key, relation_key
+from ragkit.core.keys import MANUAL_DOC, Pair, entity_key, is_manual, relation_key
 from ragkit.core.stores import Stores
 from ragkit.errors import InvalidValueError
 from ragkit.protocols import GraphStore
@@ -41,6 +43,15 @@ class Scope:
     """chunk id -> (doc id, file path) of an in-scope document that holds it:
     chunk ids come from content, so two documents may share one, and the chunk
     record names only the last one written."""
+
+    def holds(self, chunk_id: str) -> bool:
+        """Whether the scope reads this chunk: one of its documents', or a manual one."""
+        return chunk_id in self.chunk_ids or is_manual(chunk_id)
+
+    def owner(self, chunk_id: str) -> tuple[str, str | None] | None:
+        """The in-scope (doc id, file path) a chunk is attributed to, if any."""
+        found = self.owners.get(chunk_id)
+        return found if found is not None or not is_manual(chunk_id) else (MANUAL_DOC, None)
 
     @property
     def vector_filter(self) -> dict[str, Any]:
@@ -63,7 +74,7 @@ class Scope:
         """The chunks in scope, each attributed to an in-scope document."""
         out = []
         for chunk in chunks:
-            owner = self.owners.get(chunk.id)
+            owner = self.owner(chunk.id)
             if owner is None:
                 continue
             if chunk.doc_id not in self.doc_ids:
@@ -138,7 +149,7 @@ class Restrictor:
         needed: list[str] = []
         for p in props:
             sources = list(p.get("source_ids", [])) if p else []
-            inside = [c for c in sources if c in self.scope.chunk_ids]
+            inside = [c for c in sources if self.scope.holds(c)]
             if inside and len(inside) < len(sources):
                 needed += inside
         await self._load(list(dict.fromkeys(needed)))
@@ -147,7 +158,7 @@ class Restrictor:
         """``props`` itself when every source is in scope (the same object:
         callers tell a recomputed description by identity)."""
         sources = list(props.get("source_ids", []))
-        inside = [c for c in sources if c in self.scope.chunk_ids]
+        inside = [c for c in sources if self.scope.holds(c)]
         if not inside:
             return None
         if len(inside) == len(sources):
@@ -188,7 +199,7 @@ class ScopedGraph:
     def __init__(self, graph: GraphStore, restrictor: Restrictor) -> None:
         self.graph = graph
         self.restrictor = restrictor
-        self.chunk_ids = restrictor.scope.chunk_ids
+        self.scope = restrictor.scope
         self._raw_nodes: dict[str, dict[str, Any] | None] = {}
         self._raw_edges: dict[Pair, dict[str, Any] | None] = {}
         self._nodes: dict[str, dict[str, Any] | None] = {}
@@ -231,7 +242,7 @@ class ScopedGraph:
         return [self._node_edges[k] for k in keys]
 
     def _visible(self, props: dict[str, Any] | None) -> bool:
-        return props is not None and any(c in self.chunk_ids for c in props.get("source_ids", []))
+        return props is not None and any(self.scope.holds(c) for c in props.get("source_ids", []))
 
     async def _read_nodes(self, keys: list[str]) -> list[dict[str, Any] | None]:
         wanted = [k for k in keys if k not in self._raw_nodes]

@@ -169,9 +169,14 @@ class Resolution(BaseModel):
         return self.doc_ids
 
 
-async def resolve_documents(stores: Stores, arguments: Sequence[str], cwd: Path | None = None) -> Resolution:
+async def resolve_documents(
+    stores: Stores, arguments: Sequence[str], cwd: Path | None = None, *, principal: Principal | None = None
+) -> Resolution:
     """Document ids for ``arguments``, each an id or a path a document was
-    indexed from (see the module's notes on spellings); ids win over paths."""
+    indexed from (see the module's notes on spellings); ids win over paths.
+    With ``principal``: among the documents it may read only."""
+    if principal is not None:
+        return await _resolve_readable(stores, list(dict.fromkeys(arguments)), principal)
     args = list(dict.fromkeys(arguments))
     matches: dict[str, list[str]] = {a: [] for a in args}
     for arg, record in zip(args, await stores.doc_status.get(args)):
@@ -185,6 +190,20 @@ async def resolve_documents(stores: Stores, arguments: Sequence[str], cwd: Path 
     unmatched = {a: s for a, s in spellings.items() if not matches[a]}
     if unmatched:
         await _scan(stores, (DocStatus.PROCESSED,), unmatched, matches)
+    return Resolution(matches=matches)
+
+
+async def _resolve_readable(stores: Stores, args: list[str], principal: Principal) -> Resolution:
+    """Ids and paths among the readable documents. Paths are matched against
+    every record's stored path (one scan, whatever the arguments): a hidden
+    document and an absent one cost the same and are equally unknown."""
+    matches: dict[str, list[str]] = {a: [] for a in args}
+    for arg, record in zip(args, await stores.doc_status.get(args)):
+        if record is not None and allows(record.access, principal):
+            matches[arg].append(arg)
+    spellings = {a: path_spellings(a) for a in args if not matches[a]}
+    if spellings:
+        await _scan(stores, tuple(DocStatus), spellings, matches, principal)
     return Resolution(matches=matches)
 
 
@@ -209,9 +228,11 @@ async def _committed(stores: Stores, spellings: dict[str, set[str]], matches: di
 
 
 async def _scan(
-    stores: Stores, statuses: Iterable[DocStatus], spellings: dict[str, set[str]], matches: dict[str, list[str]]
+    stores: Stores, statuses: Iterable[DocStatus], spellings: dict[str, set[str]], matches: dict[str, list[str]],
+    principal: Principal | None = None,
 ) -> None:
-    """Documents of ``statuses`` whose stored path is a spelling of an argument."""
+    """Documents of ``statuses`` whose stored path is a spelling of an
+    argument (and that ``principal``, if any, may read)."""
     args_of: dict[str, list[str]] = {}
     for arg, forms in spellings.items():
         for form in forms:
@@ -221,6 +242,8 @@ async def _scan(
         while True:
             page = await stores.doc_status.list_page(status, _SCAN_PAGE, cursor)
             for record in page.items:
+                if principal is not None and not allows(record.access, principal):
+                    continue
                 for arg in args_of.get(record.file_path or "", ()):
                     _add(matches[arg], [record.id])
             if page.next_cursor is None:

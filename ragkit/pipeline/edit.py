@@ -22,6 +22,15 @@ recompute what they touch, exactly as indexing does:
 - ``insert_custom_kg`` stores the KG's chunks as a document of their own (status
   processed), so deleting that document removes the KG like any other.
 
+Made as a principal (``principal=``, every keyed request of ``ragkit serve``),
+an edit sees the graph as that principal's reads do (``core/scope.py``): an
+entity or relation none of whose sources it may read does not exist for it (the
+same error as one that does not exist; creating one is allowed, as it would be
+if there were none), only the fragments of chunks it may read are rewritten (a
+hidden document's facts stay as they are), names, types and weights come from
+the readable fragments, and what an edit returns is the element as the
+principal's reads show it.
+
 A relation's endpoints must be entities of its chunk (what lets delete work by
 sources alone). Where an edit needs one, it adds a *blank* fragment (no type, no
 description) that adds the source without voting on the type or adding a line;
@@ -39,8 +48,10 @@ from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.access import Principal
 from ragkit.core.extraction import ChunkExtraction
-from ragkit.core.keys import Pair, entity_key, relation_key
+from ragkit.core.scope import Restrictor, Scope, ScopedGraph, resolve_scope
+from ragkit.core.keys import MANUAL_DOC, MANUAL_PREFIX, Pair, entity_key, relation_key
 from ragkit.core.stores import Stores, writes
 from ragkit.errors import ElementExistsError, ElementNotFoundError, GraphEditError
 from ragkit.ids import digest
@@ -49,8 +60,6 @@ from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
 from ragkit.pipeline.index import chunk_meta, chunk_record
 from ragkit.schema import Chunk, DocStatus, DocStatusRecord, Entity, Relation
 
-MANUAL_DOC = "manual"
-MANUAL_PREFIX = "manual-"
 
 Rewrite = Callable[[ChunkExtraction], ChunkExtraction]
 
@@ -114,16 +123,41 @@ class CustomKGReport(BaseModel):
 
 
 class GraphEditor:
-    def __init__(self, stores: Stores, updater: GraphUpdater) -> None:
+    def __init__(self, stores: Stores, updater: GraphUpdater, principal: Principal | None = None) -> None:
         self.stores = stores
         self.updater = updater
+        self.principal = principal
+        self._scope: Scope | None = None
+        self._view: ScopedGraph | None = None
+
+    async def _see_as_principal(self) -> None:
+        """The principal's scope, read under the writer lock at the start of an
+        edit (``None``: no principal, or one that may read everything)."""
+        if self.principal is not None:
+            self._scope = await resolve_scope(self.stores, None, None, self.principal)
+        self._fresh_view()
+
+    def _fresh_view(self) -> None:
+        """Scoped reads are cached per view: a new one after every commit."""
+        self._view = None if self._scope is None else ScopedGraph(self.stores.graph, Restrictor(self.stores, self._scope))
+
+    async def _get_node(self, key: str) -> dict | None:
+        if self._view is None:
+            return await self.stores.graph.get_node(key)
+        return (await self._view.get_nodes([key]))[0]
+
+    async def _get_edge(self, pair: Pair) -> dict | None:
+        if self._view is None:
+            return await self.stores.graph.get_edge(*pair)
+        return (await self._view.get_edges([pair]))[0]
 
     # -- entities ------------------------------------------------------------------
 
     @writes("edit")
     async def create_entity(self, name: str, type: str = "entity", description: str = "") -> dict:
+        await self._see_as_principal()
         key = _key(name)
-        if await self.stores.graph.get_node(key) is not None:
+        if await self._get_node(key) is not None:
             raise ElementExistsError(
                 f"entity {name!r} already exists; change it with edit_entity, "
                 "or fold another entity into it with merge_entities"
@@ -138,6 +172,7 @@ class GraphEditor:
         update = _given(description=description, type=type)
         if update.get("type") == "":  # would leave fragments without a type
             raise GraphEditError("an entity type cannot be empty; give one, e.g. type='entity'")
+        await self._see_as_principal()
         key, props = await self._node(name)
         olds = await self._load(props["source_ids"])
         # Blank fragments stay blank (so they can be dropped later), unless the
@@ -153,9 +188,10 @@ class GraphEditor:
 
     @writes("edit")
     async def rename_entity(self, old: str, new: str) -> dict:
+        await self._see_as_principal()
         key, props = await self._node(old)
         new_key = _key(new)
-        if new_key != key and await self.stores.graph.get_node(new_key) is not None:
+        if new_key != key and await self._get_node(new_key) is not None:
             raise ElementExistsError(
                 f"entity {new!r} already exists; to fold {old!r} into it use "
                 f"merge_entities([{old!r}], {new!r})"
@@ -167,8 +203,9 @@ class GraphEditor:
     async def merge_entities(self, sources: list[str], target: str) -> dict:
         """Fold ``sources`` into ``target``: their sources, descriptions and
         relations move onto it; it keeps its name and type."""
+        await self._see_as_principal()
         target_key = _key(target)
-        target_props = await self.stores.graph.get_node(target_key)
+        target_props = await self._get_node(target_key)
         if target_props is None:
             raise ElementNotFoundError(
                 f"merge target {target!r} does not exist; merge into an existing entity, "
@@ -180,7 +217,7 @@ class GraphEditor:
                 "merge_entities needs at least two different entities: "
                 "name one or more entities to fold into the target"
             )
-        found = await self.stores.graph.get_nodes(keys)
+        found = [await self._get_node(k) for k in keys]
         missing = [k for k, p in zip(keys, found) if p is None]
         if missing:
             raise ElementNotFoundError(f"cannot merge entities that do not exist: {', '.join(missing)}")
@@ -191,6 +228,7 @@ class GraphEditor:
     @writes("edit")
     async def delete_entity(self, name: str) -> None:
         """Remove the entity and its relations from every chunk that states them."""
+        await self._see_as_principal()
         key, props = await self._node(name)
 
         def drop(ex: ChunkExtraction) -> ChunkExtraction:
@@ -208,11 +246,12 @@ class GraphEditor:
         self, source: str, target: str, keywords: str = "", description: str = "", strength: float = 1.0
     ) -> dict:
         """A relation between two existing entities; ``strength`` is its weight."""
+        await self._see_as_principal()
         (a_key, a), (b_key, b) = await self._node(source), await self._node(target)
         if a_key == b_key:
             raise GraphEditError(f"a relation needs two different entities, got {source!r} twice")
         pair = relation_key(a_key, b_key)
-        if await self.stores.graph.get_edge(*pair) is not None:
+        if await self._get_edge(pair) is not None:
             raise ElementExistsError(f"relation {source!r} - {target!r} already exists; change it with edit_relation")
         cid = await self._manual_id("relation", *pair)
         relation = Relation(
@@ -228,11 +267,13 @@ class GraphEditor:
         keywords: str | None = None, description: str | None = None, weight: float | None = None,
     ) -> dict:
         """``weight`` is the relation's total: it is split evenly over its sources,
-        so deleting a source lowers it as deleting evidence should."""
+        so deleting a source lowers it as deleting evidence should. Made as a
+        principal: the total of the sources it may read, split over them."""
+        update = _given(keywords=keywords, description=description, weight=weight)
+        await self._see_as_principal()
         pair, props = await self._edge(source, target)
-        update = _given(keywords=keywords, description=description)
-        if weight is not None:
-            update["strength"] = weight / len(props["source_ids"])
+        if weight is not None:  # a weight alone is a change too
+            update["strength"] = update.pop("weight") / len(props["source_ids"])
 
         def edit(ex: ChunkExtraction) -> ChunkExtraction:
             return ex.model_copy(update={"relations": [
@@ -245,6 +286,7 @@ class GraphEditor:
 
     @writes("edit")
     async def delete_relation(self, source: str, target: str) -> None:
+        await self._see_as_principal()
         pair, props = await self._edge(source, target)
 
         def drop(ex: ChunkExtraction) -> ChunkExtraction:
@@ -310,15 +352,17 @@ class GraphEditor:
     # -- reading the graph -------------------------------------------------------
 
     async def _node(self, name: str) -> tuple[str, dict]:
+        """The entity as the editor sees it; scoped, its ``source_ids`` are the
+        readable ones, so a rewrite of them touches no hidden fragment."""
         key = _key(name)
-        props = await self.stores.graph.get_node(key)
+        props = await self._get_node(key)
         if props is None:
             raise ElementNotFoundError(f"no entity named {name!r}; create it with create_entity")
         return key, props
 
     async def _edge(self, source: str, target: str) -> tuple[Pair, dict]:
         pair = relation_key(source, target)
-        props = await self.stores.graph.get_edge(*pair)
+        props = await self._get_edge(pair)
         if props is None:
             raise ElementNotFoundError(
                 f"no relation between {source!r} and {target!r}; create it with create_relation"
@@ -326,12 +370,14 @@ class GraphEditor:
         return pair, props
 
     async def _node_props(self, key: str) -> dict:
-        props = await self.stores.graph.get_node(key)
+        self._fresh_view()
+        props = await self._get_node(key)
         assert props is not None, key
         return props
 
     async def _edge_props(self, pair: Pair) -> dict:
-        props = await self.stores.graph.get_edge(*pair)
+        self._fresh_view()
+        props = await self._get_edge(pair)
         assert props is not None, pair
         return props
 
@@ -413,8 +459,8 @@ def _key(name: str) -> str:
     return key
 
 
-def _given(**values: str | None) -> dict:
-    update = {k: v.strip() for k, v in values.items() if v is not None}
+def _given(**values: str | float | None) -> dict:
+    update = {k: v.strip() if isinstance(v, str) else v for k, v in values.items() if v is not None}
     if not update:
         raise GraphEditError(f"nothing to change: pass at least one of {', '.join(values)}")
     return update

@@ -255,7 +255,7 @@ async def _chunks(reads: _Reads, ids: Iterable[str]) -> AsyncIterator[dict]:
                 continue
             row = {"id": cid, **{k: rec.get(k) for k in CHUNK_COLUMNS[1:]}}
             if reads.scope is not None:
-                owner = reads.scope.owners.get(cid)
+                owner = reads.scope.owner(cid)
                 if owner is None:
                     continue
                 if row["doc_id"] not in reads.scope.doc_ids:

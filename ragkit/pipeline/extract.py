@@ -35,16 +35,21 @@ class ExtractConfig(BaseModel):
     """Extra "did you miss anything?" passes per chunk."""
 
 
-async def extract_chunk(chunk: Chunk, llm: CachedLLM, config: ExtractConfig) -> ChunkExtraction:
+async def extract_chunk(
+    chunk: Chunk, llm: CachedLLM, config: ExtractConfig, cache_space: str | None = None
+) -> ChunkExtraction:
+    """``cache_space``: answers are cached apart for it (``pipeline/identity.py``)."""
     kwargs = {"language": config.language}
     if config.entity_types is not None:
         kwargs["entity_types"] = config.entity_types
     request = build_extraction_request(chunk.content, **kwargs)
-    answer, first = await llm.complete_checked(request, lambda text: _checked(chunk.id, text, first=True))
+    answer, first = await llm.complete_checked(
+        request, lambda text: _checked(chunk.id, text, first=True), scope=cache_space
+    )
     parsed = [first]
     for _ in range(config.gleaning):
         request = build_gleaning_request(request, answer)
-        answer, more = await llm.complete_checked(request, lambda text: _checked(chunk.id, text))
+        answer, more = await llm.complete_checked(request, lambda text: _checked(chunk.id, text), scope=cache_space)
         parsed.append(more)
     return combine_extractions(chunk.id, parsed)
 

@@ -39,6 +39,7 @@ from ragkit.pipeline.chunk import get_chunker
 from ragkit.pipeline.config import IndexConfig
 from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
 from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
+from ragkit.pipeline.identity import cache_space, path_key
 from ragkit.pipeline.merge import Merger
 from ragkit.pipeline.summaries import finish_summaries, mark_pending, pending_documents
 from ragkit.pipeline.windows import COMMITTED_MARK, SEGMENT_CHARS, committed_mark, iter_chunks
@@ -103,10 +104,13 @@ class Indexer:
     # -- insert ----------------------------------------------------------------
 
     @writes("index")
-    async def insert(self, documents: Sequence[Document]) -> IndexReport:
+    async def insert(self, documents: Sequence[Document], *, recover: bool = True) -> IndexReport:
+        """Index ``documents``; first (``recover``) finish what an interrupted
+        run left and retry failed documents, in this report."""
         started = time.perf_counter()
         report = IndexReport()
-        report.recovered = await self.recover(report)
+        if recover:
+            report.recovered = await self.recover(report)
         todo = await self._admit(documents, report)
         await self._run(todo, report)
         await self._finish_summaries()
@@ -148,8 +152,8 @@ class Indexer:
         one of the version indexed before from the same path: re-indexing a
         folder without its flags must not make its documents readable by all
         (an empty ``AccessList()`` does that on purpose)."""
-        paths = [d.file_path for d, r in zip(docs, existing) if d.access is None and r is None and d.file_path]
-        old = dict(zip(paths, await self.stores.doc_paths.get_many(paths))) if paths else {}
+        keys = [_path_key(d) for d, r in zip(docs, existing) if d.access is None and r is None and d.file_path]
+        old = dict(zip(keys, await self.stores.doc_paths.get_many(keys))) if keys else {}
         old_ids = sorted({rec["doc_id"] for rec in old.values() if rec})
         old_access = {r.id: r.access for r in await self.stores.doc_status.get(old_ids) if r is not None}
         out = []
@@ -157,8 +161,8 @@ class Indexer:
             access = doc.access
             if access is None and record is not None:
                 access = record.access
-            elif access is None and doc.file_path and old.get(doc.file_path):
-                access = old_access.get(old[doc.file_path]["doc_id"])
+            elif access is None and doc.file_path and old.get(_path_key(doc)):
+                access = old_access.get(old[_path_key(doc)]["doc_id"])
             out.append(doc if access == doc.access else doc.model_copy(update={"access": access}))
         return out
 
@@ -201,7 +205,9 @@ class Indexer:
                 return outcome
             await self.stores.doc_status.upsert([await self._status(doc.id, DocStatus.PROCESSING, outcome.chunks)])
             outcome.extractions = list(
-                await asyncio.gather(*(extract_chunk(c, self.llm, self.config.extract) for c in outcome.chunks))
+                await asyncio.gather(*(
+                    extract_chunk(c, self.llm, self.config.extract, cache_space(doc)) for c in outcome.chunks
+                ))
             )
             self.progress("chunks_extracted", len(outcome.chunks))
             problem = unstorable(outcome.extractions)
@@ -240,7 +246,7 @@ class Indexer:
         end = window[-1].order + 1
         if end <= done:  # committed before the run was cut short
             return
-        extractions = list(await asyncio.gather(*(self._extract_one(c) for c in window)))
+        extractions = list(await asyncio.gather(*(self._extract_one(c, cache_space(doc)) for c in window)))
         problem = unstorable(extractions)
         if problem:
             raise ExtractionError(f"the extraction cannot be stored ({problem})")
@@ -250,10 +256,10 @@ class Indexer:
             await self.stores.doc_status.upsert([await self._status(doc.id, DocStatus.PROCESSING, mark=end)])
         self.progress("chunks_committed", len(window))
 
-    async def _extract_one(self, chunk: Chunk) -> ChunkExtraction:
+    async def _extract_one(self, chunk: Chunk, space: str | None) -> ChunkExtraction:
         """One chunk of a window, counted as it finishes: a window's extraction
         takes minutes with a slow model, and progress must not sit still."""
-        extraction = await extract_chunk(chunk, self.llm, self.config.extract)
+        extraction = await extract_chunk(chunk, self.llm, self.config.extract, space)
         self.progress("chunks_extracted", 1)
         return extraction
 
@@ -316,13 +322,13 @@ class Indexer:
         with_path = [d for d in docs if d.file_path]
         if not with_path:
             return []
-        old = await self.stores.doc_paths.get_many([d.file_path for d in with_path])  # type: ignore[misc]
+        old = await self.stores.doc_paths.get_many([_path_key(d) for d in with_path])  # type: ignore[misc]
         stale = [rec["doc_id"] for d, rec in zip(with_path, old) if rec and rec["doc_id"] != d.id]
         # Delete, then repoint the path: a crash in between leaves the path on
         # the old id, so the redo of these documents finds it again.
         if stale:
             await self.delete(stale, keep_paths=True)
-        await self.stores.doc_paths.upsert({d.file_path: {"doc_id": d.id} for d in with_path})  # type: ignore[misc]
+        await self.stores.doc_paths.upsert({_path_key(d): {"doc_id": d.id} for d in with_path})  # type: ignore[misc]
         return stale
 
     # -- recovery and delete ---------------------------------------------------
@@ -350,7 +356,7 @@ class Indexer:
         self._resume.update(heads)
         docs = await self.stores.full_docs.get_many([r.id for r in redo])
         requeue = [
-            _stored_doc(r.id, d)
+            _stored_doc(r.id, d).model_copy(update={"access": r.access})  # its cache space follows the list
             for r, d in zip(redo, docs)
             if d is not None
         ]
@@ -413,7 +419,7 @@ class Indexer:
         ids = [r.id for r in records]
         await self.stores.full_docs.delete(ids)
         if not keep_paths:
-            paths = [r.file_path for r in records if r.file_path]
+            paths = [key for r in records if (key := path_key(r.file_path, r.metadata))]
             current = await self.stores.doc_paths.get_many(paths)
             await self.stores.doc_paths.delete(
                 p for p, rec in zip(paths, current) if rec and rec["doc_id"] in ids
@@ -465,6 +471,10 @@ def unstorable(extractions: Sequence[ChunkExtraction]) -> str | None:
         if problem:
             return problem
     return None
+
+
+def _path_key(doc: Document) -> str:
+    return path_key(doc.file_path, doc.metadata) or ""
 
 
 def _named(doc: Document) -> str:

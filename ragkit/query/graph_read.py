@@ -127,7 +127,7 @@ class GraphReader:
     async def _sources(self, props: dict) -> list[SourceRef]:
         chunk_ids = sorted(set(props.get("source_ids", [])))
         if self.scope is not None:
-            owners = [self.scope.owners.get(c) for c in chunk_ids]
+            owners = [self.scope.owner(c) for c in chunk_ids]
         else:
             records = await self.stores.chunks.get_many(chunk_ids)
             owners = [(r["doc_id"], r.get("file_path")) if r else None for r in records]

@@ -26,6 +26,8 @@ class ServerSettings(BaseModel):
     """Most workspaces open at once; the least recently used idle one is closed for a new one."""
     idle_timeout: float = Field(default=600.0, gt=0)
     """Seconds an unused workspace stays open."""
+    job_attempts: int = Field(default=3, ge=1)
+    """Starts of an ingestion job before one the server keeps stopping in is marked failed."""
 
 
 def keys_path(working_dir: Path, server: ServerSettings) -> Path:

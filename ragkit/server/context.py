@@ -42,6 +42,11 @@ class RequestContext:
         """``principal=`` for every RAG read (query, documents, graph, export)."""
         return {} if self.principal is None else {"principal": self.principal}
 
+    def write_options(self) -> dict[str, Any]:
+        """``principal=`` for every RAG write (insert, delete, graph edits): the
+        same principal, as writes may only change what it may read."""
+        return self.read_options()
+
 
 def is_loopback(host: str | None) -> bool:
     if host in ("localhost", "testclient"):

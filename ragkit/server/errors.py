@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragkit.errors import (
     DocumentNotFoundError, ElementExistsError, ElementNotFoundError, ExportError, GraphEditError,
-    InvalidValueError, RagkitError, WriterLockTimeoutError,
+    InvalidValueError, RagkitError, WriteAccessError, WriterLockTimeoutError,
 )
 from ragkit.redact import redact
 
@@ -36,6 +36,7 @@ def describe(errors: list[dict]) -> str:
 
 
 _STATUS = [
+    (WriteAccessError, 422),  # before ValueError: it names the request's access list
     (DocumentNotFoundError, 404), (ElementNotFoundError, 404), (ElementExistsError, 409),
     (GraphEditError, 400), (ExportError, 400), (InvalidValueError, 400), (ValueError, 400),
     # another process (a CLI run, another worker) holds the workspace's writer

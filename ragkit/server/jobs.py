@@ -24,7 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ragkit.access import AccessList
+from ragkit.access import AccessList, Principal
+from ragkit.core.llm_cache import LLMStats, counting
 from ragkit.pipeline.load import load_documents
 from ragkit.rag import RAG
 from ragkit.redact import redact
@@ -49,8 +50,13 @@ class Job(BaseModel):
     inputs: list[JobInput] = Field(default_factory=list)
     access: dict[str, list[str]] | None = None
     owner: str | None = None
-    """The id of the key that submitted it: only that key (or an admin) sees it,
-    as it names files and documents other principals may not read."""
+    """The id of the key that submitted it: only that key sees the job whole,
+    as it names files and documents other principals may not read (an admin
+    key sees the others' progress, ``view(full=False)``)."""
+    principal: Principal | None = None
+    """Who the documents are written as (``RAG.ainsert(principal=)``); none in keyless mode."""
+    attempts: int = 0
+    """Runs started; a job interrupted ``[server] job_attempts`` times fails instead of running again."""
     created: float = Field(default_factory=time.time)
     started: float | None = None
     finished: float | None = None
@@ -64,17 +70,24 @@ class Job(BaseModel):
     failed: dict[str, str] = Field(default_factory=dict)
     error: str | None = None
 
-    def view(self) -> dict[str, Any]:
-        """The job as the API shows it: progress, elapsed, ETA."""
-        data = self.model_dump(exclude={"inputs", "owner"})
+    def view(self, full: bool = True) -> dict[str, Any]:
+        """The job as the API shows it: progress, elapsed, ETA. Not ``full``
+        (an admin key's view of another key's job): state and counts only, no
+        file names, document ids, messages or access list."""
+        data = self.model_dump(exclude={"inputs", "owner", "principal"})
+        if not full:
+            data = {k: v for k, v in data.items() if k not in _PRIVATE}
         end = self.finished or time.time()
         elapsed = end - self.started if self.started else 0.0
         left = self.documents - self.documents_done
         eta = None
         if self.state == "running" and self.documents_done and left > 0:
             eta = elapsed / self.documents_done * left
-        return {**data, "files": [i.name for i in self.inputs], "elapsed": round(elapsed, 3),
-                "eta": None if eta is None else round(eta, 3)}
+        files = {"files": [i.name for i in self.inputs]} if full else {}
+        return {**data, **files, "elapsed": round(elapsed, 3), "eta": None if eta is None else round(eta, 3)}
+
+
+_PRIVATE = frozenset({"access", "processed", "skipped", "failed", "error"})
 
 
 def server_dir(working_dir: Path, workspace: str) -> Path:
@@ -85,6 +98,7 @@ class JobManager:
     def __init__(self, working_dir: Path, pool: WorkspacePool) -> None:
         self.working_dir = Path(working_dir)
         self.pool = pool
+        self.max_attempts = pool.settings.server.job_attempts
         self.jobs: dict[str, Job] = {}
         self._queues: dict[str, asyncio.Queue] = {}
         self._writers: dict[str, asyncio.Task] = {}
@@ -133,18 +147,38 @@ class JobManager:
         return await done
 
     def resume(self) -> list[Job]:
-        """Queue every job a previous run accepted and did not finish."""
+        """Queue every job a previous run accepted and did not finish, unless
+        it was started ``[server] job_attempts`` times already: a file that
+        crashes or exhausts the server would otherwise do it again at every
+        start. Returns the jobs queued."""
         found = []
         for record in sorted(self.working_dir.glob("*/server/jobs/*.json")):
             with contextlib.suppress(ValueError, OSError):
                 job = Job.model_validate_json(record.read_text())
                 if job.state not in TERMINAL:
                     found.append(job)
+        queued = []
         for job in sorted(found, key=lambda j: j.created):
+            if job.attempts >= self.max_attempts:
+                self._give_up(job)
+                continue
             job.state = "queued"
             self.jobs[job.id] = job
             self._enqueue(job.workspace, job)
-        return found
+            queued.append(job)
+        return queued
+
+    def _give_up(self, job: Job) -> None:
+        log.error("job %s was interrupted %d times; it is marked failed and not run again", job.id, job.attempts)
+        job.state, job.finished = "failed", time.time()
+        job.error = (
+            f"the server stopped while running this job {job.attempts} times (a file may crash or exhaust "
+            "it); it is not run again. Fix: check the server log, then submit the files again, one at a time "
+            "to find the one at fault ([server] job_attempts sets the number of tries)"
+        )
+        self.jobs[job.id] = job
+        self.save(job)
+        shutil.rmtree(self.upload_dir(job), ignore_errors=True)
 
     # -- the writer ----------------------------------------------------------------
 
@@ -169,32 +203,40 @@ class JobManager:
                 self._writers[workspace] = asyncio.create_task(self._drain(workspace))
 
     async def _ingest(self, rag: RAG, job: Job) -> None:
-        job.state, job.started = "running", time.time()
+        # Counted afresh at every attempt (a resumed job redoes its documents,
+        # skipping what is done), and the attempt saved before any file is read.
+        job.state, job.started, job.attempts = "running", time.time(), job.attempts + 1
+        job.documents_done = job.chunks = job.llm_calls = job.tokens = 0
+        job.processed, job.skipped, job.failed, job.error = [], [], {}, None
         self.save(job)
-        stats = rag.llm.stats
-        calls0 = sum(stats.calls.values())
-        tokens0 = sum(stats.input_tokens.values()) + sum(stats.output_tokens.values())
+        usage = LLMStats()
         last_save = [time.monotonic()]
 
         def progress(event: str, n: int) -> None:
             if event == "chunks_extracted":
                 job.chunks += n
             elif event == "documents_committed":
-                job.documents_done += n
-            job.llm_calls = sum(stats.calls.values()) - calls0
-            job.tokens = sum(stats.input_tokens.values()) + sum(stats.output_tokens.values()) - tokens0
+                job.documents_done = min(job.documents, job.documents_done + n)
+            job.llm_calls, job.tokens = _own(usage)
             if time.monotonic() - last_save[0] > 1:  # other workers read progress from the record
                 last_save[0] = time.monotonic()
                 self.save(job)
 
         rag.progress = progress
         try:
-            docs = self._documents(job)
-            kwargs = {"access": _access(job.access)} if job.access else {}
-            _, report = await rag.ainsert(documents=docs, **kwargs)
-            job.processed, job.skipped, job.failed = report.processed, report.skipped, report.failed
-            job.documents_done = len(report.processed) + len(report.skipped) + len(report.failed)
-            job.state = "done"
+            docs, unreadable = self._documents(job)
+            kwargs: dict[str, Any] = {"access": _access(job.access)} if job.access else {}
+            if job.principal is not None:
+                kwargs["principal"] = job.principal
+            with counting(usage):
+                _, report = await rag.ainsert(documents=docs, **kwargs)
+            job.processed, job.skipped = report.processed, report.skipped
+            job.failed = {**unreadable, **report.failed}
+            job.documents_done = len(report.processed) + len(report.skipped) + len(job.failed)
+            # Like the CLI's exit status 1: a job none of whose files could be read failed.
+            job.state = "failed" if unreadable and not docs else "done"
+            if job.state == "failed":
+                job.error = "no file could be read; `failed` says why for each"
         except Exception as exc:
             log.warning("job %s failed: %s", job.id, redact(f"{type(exc).__name__}: {exc}"))
             job.state, job.error = "failed", redact(f"{type(exc).__name__}: {exc}", exc=exc)
@@ -205,13 +247,21 @@ class JobManager:
             self.save(job)
         shutil.rmtree(self.upload_dir(job), ignore_errors=True)  # the content is in the stores now
 
-    def _documents(self, job: Job) -> list:
+    def _documents(self, job: Job) -> tuple[list, dict[str, str]]:
+        """The job's documents under the names the client gave, and the files
+        that could not be read: name -> why (the CLI's per-file report)."""
         folder = self.upload_dir(job)
         loaded = load_documents([folder / i.file for i in job.inputs])
         by_path = {str(folder / i.file): i.name for i in job.inputs}
         docs = [d.model_copy(update={"file_path": by_path.get(d.file_path or "")}) for d in loaded.documents]
-        job.documents = len(docs)
-        return docs
+        shown = {str(folder / i.file): i.name or f"texts[{n}]" for n, i in enumerate(job.inputs)}
+        unreadable = {
+            # The saved copy's path is the server's business: the client's name instead.
+            shown.get(item.path, item.path): item.message.replace(item.path, shown.get(item.path, item.path))
+            for item in loaded.items if item.outcome == "failed"
+        }
+        job.documents = len(docs) + len(unreadable)
+        return docs, unreadable
 
     async def close(self) -> None:
         for task in list(self._writers.values()):
@@ -228,6 +278,15 @@ async def _write(rag: RAG, work: Callable[[RAG], Awaitable[Any]], done: asyncio.
     else:
         if not done.done():
             done.set_result(result)
+
+
+def _own(usage: LLMStats) -> tuple[int, int]:
+    """The extraction requests of the job's documents (answered by the model
+    or from the cache) and their tokens: they depend on the job's own text
+    alone (a principal's answers are cached in its own space). Summaries are
+    left out: they merge other documents' descriptions too."""
+    role = "extraction"
+    return usage.calls[role] + usage.cache_hits[role], usage.input_tokens[role] + usage.output_tokens[role]
 
 
 def _access(access: dict[str, list[str]]) -> AccessList:

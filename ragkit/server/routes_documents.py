@@ -12,7 +12,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field, ValidationError
 
 from ragkit import access
-from ragkit.errors import describe_validation_error
+from ragkit.errors import WriteAccessError, describe_validation_error
+from ragkit.pipeline.identity import check_writable
 
 from ragkit.server.context import RequestContext, read_context, write_context
 from ragkit.server.jobs import TERMINAL, Job, JobInput
@@ -69,7 +70,7 @@ async def upload(
     limits = state.settings.server
     check_count(len(files), limits)
     names = [check_type(f.filename or "") for f in files]
-    job = Job(workspace=ctx.workspace, access=_access(access_users, access_groups, "access_users/access_groups"), owner=_owner(ctx))
+    job = _new_job(ctx, _access(access_users, access_groups, "access_users/access_groups"))
     folder = state.jobs.upload_dir(job)
     folder.mkdir(parents=True, exist_ok=True)
     try:
@@ -91,7 +92,7 @@ async def insert_texts(request: Request, body: TextsIn, ctx: RequestContext = De
     if len(names) != len(body.texts):
         raise HTTPException(422, "file_paths: give one per text (or none). Fix: match the lengths")
     listed = body.access or AccessList()
-    job = Job(workspace=ctx.workspace, access=_access(listed.users, listed.groups, "access"), owner=_owner(ctx))
+    job = _new_job(ctx, _access(listed.users, listed.groups, "access"))
     folder = state.jobs.upload_dir(job)
     folder.mkdir(parents=True, exist_ok=True)
     for n, (text, name) in enumerate(zip(body.texts, names)):
@@ -127,8 +128,10 @@ async def get_document(doc_id: str, ctx: RequestContext = Depends(read_context))
 
 
 async def _delete(request: Request, ctx: RequestContext, ids: list[str]) -> dict:
-    deleted = await request.app.state.ragkit.jobs.run_write(ctx.workspace, lambda rag: rag.adelete(ids))
-    return {"deleted": deleted}
+    """Names resolve among the documents the key's principal may read: a hidden
+    one is unknown (404, as an absent one), and nothing is deleted."""
+    work = lambda rag: rag.adelete(ids, **ctx.write_options())  # noqa: E731
+    return {"deleted": await request.app.state.ragkit.jobs.run_write(ctx.workspace, work)}
 
 
 @router.delete("/documents/{doc_id}", summary="Delete one document (by id or path)")
@@ -141,33 +144,45 @@ async def delete_documents(request: Request, body: DeleteIn, ctx: RequestContext
     return await _delete(request, ctx, body.ids)
 
 
-def _owner(ctx: RequestContext) -> str | None:
-    return ctx.key.id if ctx.key is not None else None
+def _new_job(ctx: RequestContext, listed: dict | None) -> Job:
+    """A job written as the key's principal; a list that would hide the
+    documents from it is refused now (422), not as a failed job later."""
+    if ctx.principal is not None:
+        try:
+            check_writable(access.AccessList(**listed) if listed else None, ctx.principal)
+        except WriteAccessError as exc:
+            raise HTTPException(422, f"access: {exc}") from None
+    return Job(workspace=ctx.workspace, access=listed, owner=ctx.key.id if ctx.key else None, principal=ctx.principal)
 
 
-def _job(request: Request, ctx: RequestContext, job_id: str) -> Job:
+def _job(request: Request, ctx: RequestContext, job_id: str) -> tuple[Job, bool]:
+    """The job and whether this key sees it whole: the key that submitted it
+    (or any request in keyless mode) does; an admin key sees another key's
+    job's state and counts only; any other key gets the 404 of an absent job,
+    as the job names files and documents it may not read."""
     job = request.app.state.ragkit.jobs.get(ctx.workspace, job_id)
-    mine = job is not None and (ctx.key is None or ctx.key.scope == "admin" or job.owner == ctx.key.id)
-    if not mine:  # another key's job is "not found" as well: it names files this key may not read
+    mine = job is not None and (ctx.key is None or job.owner == ctx.key.id)
+    if job is None or not (mine or ctx.key.scope == "admin"):
         raise HTTPException(404, f"no job {job_id!r} in this workspace")
-    return job
+    return job, mine
 
 
 @router.get("/jobs/{job_id}", name="get_job", summary="An ingestion job's progress")
 async def get_job(request: Request, job_id: str, ctx: RequestContext = Depends(read_context)) -> dict:
-    return _job(request, ctx, job_id).view()
+    job, whole = _job(request, ctx, job_id)
+    return job.view(full=whole)
 
 
 @router.get("/jobs/{job_id}/events", summary="An ingestion job's progress as NDJSON, until it ends")
 async def job_events(request: Request, job_id: str, ctx: RequestContext = Depends(read_context)) -> StreamingResponse:
     state = request.app.state.ragkit
-    _job(request, ctx, job_id)
+    _, whole = _job(request, ctx, job_id)
 
     async def lines():
         last = None
         while True:
             job = state.jobs.get(ctx.workspace, job_id)
-            view = job.view()
+            view = job.view(full=whole)
             snapshot = {k: v for k, v in view.items() if k not in ("elapsed", "eta")}
             if snapshot != last:
                 last = snapshot

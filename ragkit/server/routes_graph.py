@@ -98,12 +98,14 @@ class RelationEdit(BaseModel):
 
 
 async def _write(request: Request, ctx: RequestContext, work) -> Any:
+    """A write in the workspace's writer, made as the key's principal: it sees,
+    changes and answers with only what that principal may read."""
     return jsonable_encoder(await request.app.state.ragkit.jobs.run_write(ctx.workspace, work))
 
 
 @router.post("/entities", summary="Create an entity (write scope)")
 async def create_entity(request: Request, body: EntityIn, ctx: RequestContext = Depends(write_context)) -> Any:
-    return await _write(request, ctx, lambda rag: rag.acreate_entity(body.name, body.type, body.description))
+    return await _write(request, ctx, lambda rag: rag.acreate_entity(body.name, body.type, body.description, **ctx.write_options()))
 
 
 @router.patch("/entity", summary="Edit or rename an entity (write scope)")
@@ -111,9 +113,9 @@ async def edit_entity(request: Request, body: EntityEdit, ctx: RequestContext = 
     async def work(rag):
         out = None
         if body.description is not None or body.type is not None:
-            out = await rag.aedit_entity(body.name, description=body.description, type=body.type)
+            out = await rag.aedit_entity(body.name, description=body.description, type=body.type, **ctx.write_options())
         if body.new_name:
-            out = await rag.arename_entity(body.name, body.new_name)
+            out = await rag.arename_entity(body.name, body.new_name, **ctx.write_options())
         return out
 
     return await _write(request, ctx, work)
@@ -121,19 +123,21 @@ async def edit_entity(request: Request, body: EntityEdit, ctx: RequestContext = 
 
 @router.delete("/entity", summary="Delete an entity and its relations (write scope)")
 async def delete_entity(request: Request, name: Annotated[str, Query(min_length=1)], ctx: RequestContext = Depends(write_context)) -> Any:
-    await _write(request, ctx, lambda rag: rag.adelete_entity(name))
+    await _write(request, ctx, lambda rag: rag.adelete_entity(name, **ctx.write_options()))
     return {"deleted": name}
 
 
 @router.post("/merge", summary="Merge entities into one (write scope)")
 async def merge(request: Request, body: MergeIn, ctx: RequestContext = Depends(write_context)) -> Any:
-    return await _write(request, ctx, lambda rag: rag.amerge_entities(body.sources, body.target))
+    return await _write(request, ctx, lambda rag: rag.amerge_entities(body.sources, body.target, **ctx.write_options()))
 
 
 @router.post("/relations", summary="Create a relation (write scope)")
 async def create_relation(request: Request, body: RelationIn, ctx: RequestContext = Depends(write_context)) -> Any:
     return await _write(
-        request, ctx, lambda rag: rag.acreate_relation(body.source, body.target, body.keywords, body.description, body.strength)
+        request, ctx, lambda rag: rag.acreate_relation(
+            body.source, body.target, body.keywords, body.description, body.strength, **ctx.write_options()
+        )
     )
 
 
@@ -141,7 +145,10 @@ async def create_relation(request: Request, body: RelationIn, ctx: RequestContex
 async def edit_relation(request: Request, body: RelationEdit, ctx: RequestContext = Depends(write_context)) -> Any:
     return await _write(
         request, ctx,
-        lambda rag: rag.aedit_relation(body.source, body.target, keywords=body.keywords, description=body.description, weight=body.weight),
+        lambda rag: rag.aedit_relation(
+            body.source, body.target, keywords=body.keywords, description=body.description, weight=body.weight,
+            **ctx.write_options(),
+        ),
     )
 
 
@@ -150,7 +157,7 @@ async def delete_relation(
     request: Request, source: Annotated[str, Query(min_length=1)], target: Annotated[str, Query(min_length=1)],
     ctx: RequestContext = Depends(write_context),
 ) -> Any:
-    await _write(request, ctx, lambda rag: rag.adelete_relation(source, target))
+    await _write(request, ctx, lambda rag: rag.adelete_relation(source, target, **ctx.write_options()))
     return {"deleted": [source, target]}
 
 

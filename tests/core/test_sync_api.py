@@ -116,7 +116,7 @@ def test_every_async_method_has_a_sync_twin_with_the_same_signature():
 def test_insert_shows_its_real_parameters():
     """What an editor shows: the parameters, not (*args, **kwargs)."""
     params = inspect.signature(RAG.insert).parameters
-    assert list(params) == ["self", "texts", "paths", "documents", "access"]
+    assert list(params) == ["self", "texts", "paths", "documents", "access", "principal"]
     assert params["paths"].kind is inspect.Parameter.KEYWORD_ONLY
     assert "tuple[LoadReport, IndexReport]" in str(inspect.signature(RAG.insert).return_annotation)
 

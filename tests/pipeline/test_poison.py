@@ -109,9 +109,9 @@ async def test_an_unstorable_extraction_fails_its_document_alone_and_named(tmp_p
     the committer writes its batch; the other documents and later runs are fine."""
     real = index_module.extract_chunk
 
-    async def leaky(chunk, llm, config):
+    async def leaky(chunk, llm, config, *space):
         if "LEAK" not in chunk.content:
-            return await real(chunk, llm, config)
+            return await real(chunk, llm, config, *space)
         return ChunkExtraction(chunk_id=chunk.id, entities=[Entity(name="Bad\x00Name", source_ids=[chunk.id])])
 
     monkeypatch.setattr(index_module, "extract_chunk", leaky)

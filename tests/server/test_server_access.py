@@ -23,9 +23,11 @@ CANARIES = ("zorblax", "vexholm", "quintaria")
 def corpus(served):
     server, keys = served
     store = KeyStore(server.working_dir / "server_keys.sqlite")
-    insider = store.create(["alpha"], "sam", ["secret"], "read")[1]
+    # A writer may only write what it may read: the secret file comes from inside the group.
+    insider = store.create(["alpha"], "sam", ["secret"], "write")[1]
     with client(server, keys.writer) as c:
         public = wait_job(c, c.post(f"{W}/documents/texts", json={"texts": [T1], "file_paths": ["t1.txt"]}).json()["url"])
+    with client(server, insider) as c:
         r = c.post(f"{W}/documents/upload", files=[("files", ("t2.txt", T2.encode(), "text/plain"))], data={"access_groups": ["secret"]})
         assert r.status_code == 202, r.text
         secret = wait_job(c, r.json()["url"])
