@@ -322,11 +322,14 @@ class RAG:
         await self.aopen()
         if principal is not None:
             docs = claim(docs, principal, access)
+            ids = {d.id for d in docs}
             # Interrupted work of others is finished first, out of this report
-            # and out of what this insert counts as its own model calls.
+            # and out of what this insert counts as its own model calls; an
+            # earlier attempt at these documents is taken up in it.
             with counting(None):
-                await Indexer(self.stores, self.llm, self.embedder, self.tokenizer, self.index_config).recover()
-            return loaded, await self.indexer().insert(docs, recover=False)
+                quiet = Indexer(self.stores, self.llm, self.embedder, self.tokenizer, self.index_config)
+                await quiet.recover(besides=ids)
+            return loaded, await self.indexer().insert(docs, recover=ids)
         if access is not None:
             docs = [d if d.access is not None else d.model_copy(update={"access": access}) for d in docs]
         return loaded, await self.indexer().insert(docs)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from ragkit.core.llm_cache import CachedLLM
@@ -104,13 +104,14 @@ class Indexer:
     # -- insert ----------------------------------------------------------------
 
     @writes("index")
-    async def insert(self, documents: Sequence[Document], *, recover: bool = True) -> IndexReport:
-        """Index ``documents``; first (``recover``) finish what an interrupted
-        run left and retry failed documents, in this report."""
+    async def insert(self, documents: Sequence[Document], *, recover: bool | Collection[str] = True) -> IndexReport:
+        """Index ``documents``; first finish what an interrupted run left and
+        retry failed documents, in this report: all of them (``recover``
+        true), or those of the ids given only."""
         started = time.perf_counter()
         report = IndexReport()
-        if recover:
-            report.recovered = await self.recover(report)
+        if recover is not False:
+            report.recovered = await self.recover(report, only=None if recover is True else set(recover))
         todo = await self._admit(documents, report)
         await self._run(todo, report)
         await self._finish_summaries()
@@ -125,9 +126,11 @@ class Indexer:
         unique = await self._keep_access(unique, existing)
         todo: list[Document] = []
         relisted: list[DocStatusRecord] = []
+        recovered = set(report.processed)  # finished by this run's recovery: processed, not skipped
         for doc, status in zip(unique, existing):
             if status is not None and status.status is DocStatus.PROCESSED:
-                report.skipped.append(doc.id)
+                if doc.id not in recovered:
+                    report.skipped.append(doc.id)
                 if status.access != doc.access:  # who may read it changed: no re-indexing needed
                     relisted.append(status.model_copy(update={"access": doc.access, "updated_at": utcnow()}))
                 continue
@@ -334,13 +337,20 @@ class Indexer:
     # -- recovery and delete ---------------------------------------------------
 
     @writes("recover")
-    async def recover(self, report: IndexReport | None = None) -> list[str]:
+    async def recover(
+        self, report: IndexReport | None = None, *, only: Collection[str] | None = None,
+        besides: Collection[str] = (),
+    ) -> list[str]:
         """Finish interrupted deletes; undo and requeue interrupted inserts, and
-        retry failed documents (answers already cached cost no new calls)."""
-        deleting = [r.id for r in await self._list(DocStatus.DELETING)]
+        retry failed documents (answers already cached cost no new calls).
+        ``only`` / ``besides``: of these documents only, or of all others."""
+        def chosen(r: DocStatusRecord) -> bool:
+            return (only is None or r.id in only) and r.id not in besides
+
+        deleting = [r.id for r in await self._list(DocStatus.DELETING) if chosen(r)]
         interrupted = [
             r for status in (DocStatus.PROCESSING, DocStatus.PENDING, DocStatus.FAILED)
-            for r in await self._list(status)
+            for r in await self._list(status) if chosen(r)
         ]
         # Workspaces from before DocStatus.DELETING marked a delete with a
         # metadata flag on a "processing" record: finish those deletes too.
