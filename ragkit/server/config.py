@@ -18,6 +18,9 @@ class ServerSettings(BaseModel):
     workers: int = Field(default=1, ge=1)
     keys_file: Path | None = None
     """SQLite file of API keys; default ``<working_dir>/server_keys.sqlite``."""
+    allow_keyless: bool = False
+    """Serve loopback clients that send no key, unrestricted (no principal): for
+    local single-user use only, so refused unless ``host`` is a loopback address."""
     max_upload_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     """Largest file one upload may carry."""
     max_upload_files: int = Field(default=100, ge=1)

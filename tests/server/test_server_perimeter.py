@@ -1,0 +1,265 @@
+"""The perimeter of ``ragkit serve`` (docs/server.md, "The perimeter"), on
+live servers over loopback: no key means no start (unless keyless mode is
+asked for, on loopback only); revoking every key closes the server; the key
+checked before the body is read.
+
+The body tests speak raw HTTP on a socket (``send_streaming``): the body is
+sent piece by piece until the server answers, so the bytes the client had
+sent by then say whether the server answered before reading the body. The
+server's own process tells what it kept: its peak resident memory (VmHWM in
+``/proc/<pid>/status``) and the bytes it wrote (``wchar`` in ``/proc/<pid>/io``:
+an upload spooled to a temporary file is written there, and Python's
+anonymous temporary files never show in a folder listing).
+
+Troubleshooting: a refused start that hangs means the server started (the
+helper kills it after 30 s); a body test whose ``sent`` equals the body's
+size means the server read the whole body before answering.
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+import select
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from server_support import Server, client, free_port, make_keys, wait_job
+from ragkit.server.keys import KeyStore
+
+MiB = 1024 * 1024
+W = "/w/alpha"
+LIMITS = {
+    "RAGKIT_SERVER__MAX_UPLOAD_BYTES": str(MiB),
+    "RAGKIT_SERVER__MAX_UPLOAD_FILES": "2",
+}
+CANARY = "Quillon Vashti keeps the brass ledger of Orrow Fen."
+SOCKET_SLACK = 16 * MiB
+"""What the kernel's socket buffers take in before the server reads: a client
+that sent less than this had not finished a far larger body."""
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory) -> Iterator[tuple[Server, object]]:
+    """One server with keys and small upload limits."""
+    working_dir = tmp_path_factory.mktemp("perimeter") / "data"
+    working_dir.mkdir()
+    keys = make_keys(working_dir)
+    server = Server(working_dir).start(extra_env=LIMITS)
+    try:
+        yield server, keys
+    finally:
+        server.stop()
+
+
+# -- Starting -----------------------------------------------------------------------------------------
+
+
+def refused_start(working_dir: Path, *args: str, **env: str) -> tuple[int, str]:
+    """``ragkit serve`` that must refuse to start: its exit status and stderr."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragkit", "serve", "--port", str(free_port()), *args],
+        env={"RAGKIT_WORKING_DIR": str(working_dir), "PATH": "/usr/bin:/bin", **env},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"the server started instead of refusing: {err[-2000:]}")
+    return proc.returncode, err
+
+
+def test_no_active_key_refuses_to_start(tmp_path):
+    status, err = refused_start(tmp_path)
+    assert status == 2 and "no active API key" in err, err
+    assert "ragkit keys create" in err and "--allow-keyless" in err, "names both ways out"
+    store = KeyStore(tmp_path / "server_keys.sqlite")
+    assert store.revoke(store.create(["alpha"], "ann")[0].id)
+    status, err = refused_start(tmp_path)
+    assert status == 2 and "no active API key" in err, "a revoked key is no key"
+
+
+@pytest.mark.parametrize("how", [("--allow-keyless",), ()])
+def test_keyless_mode_off_loopback_refuses_to_start(tmp_path, how):
+    env = {} if how else {"RAGKIT_SERVER__ALLOW_KEYLESS": "true"}
+    status, err = refused_start(tmp_path, "--host", "0.0.0.0", *how, **env)
+    assert status == 2, err
+    assert "allow_keyless" in err and "loopback" in err and "'0.0.0.0'" in err, err
+    assert "ragkit keys create" in err, "names the other way: keys"
+
+
+def test_keyless_mode_serves_loopback_clients_only(tmp_path):
+    """Opted in (no key used to mean this mode): a loopback client without a
+    key reads everything; a key that is sent is still checked; a client behind
+    a local proxy (``X-Forwarded-For``) is no loopback client."""
+    server = Server(tmp_path / "open").start(extra_env={"RAGKIT_SERVER__ALLOW_KEYLESS": "true"})
+    try:
+        with client(server, None) as c:
+            assert c.get("/w/default/documents").status_code == 200
+            assert c.get("/metrics").status_code == 200
+            forwarded = c.get("/w/default/documents", headers={"X-Forwarded-For": "203.0.113.7"})
+            assert forwarded.status_code == 401 and "loopback" in forwarded.json()["error"]
+        with client(server, "rk_not-a-key") as c:
+            assert c.get("/w/default/documents").status_code == 401
+        assert "keyless mode" in server.log_text()
+    finally:
+        server.stop()
+
+
+# -- Revoking every key -------------------------------------------------------------------------------
+
+ALL_ROUTES = [
+    ("GET", f"{W}/documents", {}),
+    ("POST", f"{W}/query", {"json": {"question": "Who keeps the brass ledger?"}}),
+    ("POST", f"{W}/query/context", {"json": {"question": "Who keeps the brass ledger?", "mode": "naive"}}),
+    ("POST", f"{W}/documents/texts", {"json": {"texts": ["written while closed"]}}),
+    ("POST", f"{W}/documents/upload", {"files": [("files", ("w.txt", b"written while closed", "text/plain"))]}),
+    ("GET", f"{W}/graph/export", {}),
+    ("GET", "/metrics", {}),
+    ("GET", "/ready", {}),
+]
+
+
+def test_revoking_every_key_closes_the_server(tmp_path):
+    working_dir = tmp_path / "data"
+    working_dir.mkdir()
+    keys = make_keys(working_dir)
+    server = Server(working_dir).start()
+    try:
+        with client(server, keys.writer) as c:
+            done = wait_job(c, c.post(f"{W}/documents/texts", json={"texts": [CANARY]}).json()["url"])
+            assert done["state"] == "done"
+        env = {"RAGKIT_WORKING_DIR": str(working_dir), "PATH": "/usr/bin:/bin"}
+        for key in KeyStore(working_dir / "server_keys.sqlite").list():
+            revoked = subprocess.run([sys.executable, "-m", "ragkit", "keys", "revoke", key.id], env=env,
+                                     capture_output=True, text=True, timeout=60)
+            assert revoked.returncode == 0, revoked.stderr
+        for token in (None, keys.admin, keys.writer):
+            with client(server, token) as c:
+                for method, path, kw in ALL_ROUTES:
+                    r = c.request(method, path, **kw)
+                    assert r.status_code == 401, (token is None, method, path, r.text)
+                    assert "Quillon" not in r.text and "ragkit keys create" in r.text
+        assert "no active API key" in server.log_text(), "the operator is told"
+    finally:
+        server.stop()
+    assert KeyStore(working_dir / "server_keys.sqlite").active_count() == 0
+
+
+# -- The key before the body -------------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    status: int
+    text: str
+    sent: int
+    """Body bytes the client had sent when the answer arrived."""
+
+
+def send_streaming(port: int, path: str, headers: dict, pieces: Iterator[bytes], length: int | None) -> Answer:
+    """POST a body piece by piece (``Content-Length: length``, or chunked when
+    ``None``), stopping as soon as the server answers."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    framing = f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked"
+    head = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", *(f"{k}: {v}" for k, v in headers.items()), framing]
+    sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+    sock.setblocking(False)
+    sent = 0
+    frames = (p if length is not None else b"%x\r\n%s\r\n" % (len(p), p) for p in pieces)
+    try:
+        for frame in frames:
+            if not _send_unless_answered(sock, frame):
+                break
+            sent += len(frame)
+        else:
+            if length is None:
+                _send_unless_answered(sock, b"0\r\n\r\n")
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server closed: its answer is read below
+    sock.settimeout(60)
+    response = http.client.HTTPResponse(sock, method="POST")
+    response.begin()
+    text = response.read().decode()
+    sock.close()
+    return Answer(response.status, text, sent)
+
+
+def _send_unless_answered(sock: socket.socket, data: bytes) -> bool:
+    """Send ``data`` on a non-blocking socket; ``False`` as soon as an answer arrives instead."""
+    view = memoryview(data)
+    while view:
+        readable, writable, _ = select.select([sock], [sock], [], 60)
+        assert readable or writable, "the server neither read nor answered for 60 s"
+        if readable:
+            return False
+        try:
+            view = view[sock.send(view):]
+        except BlockingIOError:
+            pass
+    return True
+
+
+def body(size: int, head: bytes, tail: bytes) -> Iterator[bytes]:
+    piece = b"x" * (1 << 16)
+    yield head
+    left = size - len(head) - len(tail)
+    while left > 0:
+        yield piece[:left]
+        left -= len(piece)
+    yield tail
+
+
+def multipart(size: int) -> Iterator[bytes]:
+    head = b'--B\r\nContent-Disposition: form-data; name="files"; filename="big.txt"\r\nContent-Type: text/plain\r\n\r\n'
+    return body(size, head, b"\r\n--B--\r\n")
+
+
+def json_body(size: int) -> Iterator[bytes]:
+    return body(size, b'{"question": "x", "pad": "', b'"}')
+
+
+MULTIPART = {"Content-Type": "multipart/form-data; boundary=B"}
+JSON = {"Content-Type": "application/json"}
+
+
+def usage(server: Server) -> tuple[int, int]:
+    """The server process's peak resident memory and bytes written, so far."""
+    pid = server.proc.pid
+    hwm = int(re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text()).group(1)) * 1024
+    wchar = int(re.search(r"wchar: (\d+)", Path(f"/proc/{pid}/io").read_text()).group(1))
+    return hwm, wchar
+
+
+@pytest.mark.parametrize("path,headers,make,size", [
+    (f"{W}/documents/upload", MULTIPART, multipart, 300 * MiB),
+    (f"{W}/query", JSON, json_body, 200 * MiB),
+])
+def test_no_key_is_refused_before_the_body_is_read(guarded, path, headers, make, size):
+    server, _ = guarded
+    hwm, wrote = usage(server)
+    answer = send_streaming(server.port, path, headers, make(size), size)
+    hwm_after, wrote_after = usage(server)
+    assert answer.status == 401 and "ragkit keys create" in answer.text, answer
+    assert answer.sent < SOCKET_SLACK, f"answered after {answer.sent} of {size} bytes"
+    assert wrote_after - wrote < MiB, "nothing spooled"
+    assert hwm_after - hwm < 64 * MiB, f"peak memory rose by {(hwm_after - hwm) // MiB} MiB"
+
+
+def test_refusals_keep_the_chat_protocols_shape(guarded):
+    """The perimeter answers the OpenAI routes as the OpenAI client expects."""
+    server, _ = guarded
+    url = f"{server.url}{W}/v1/chat/completions"
+    refused = httpx.post(url, json={"model": "ragkit:naive", "messages": [{"role": "user", "content": "hi"}]})
+    assert refused.status_code == 401 and "ragkit keys create" in refused.json()["error"]["message"]
+    ollama = httpx.post(f"{server.url}{W}/api/chat", json={"model": "ragkit:naive", "messages": []})
+    assert ollama.status_code == 401 and "ragkit keys create" in ollama.json()["error"]
