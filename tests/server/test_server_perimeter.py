@@ -1,7 +1,8 @@
 """The perimeter of ``ragkit serve`` (docs/server.md, "The perimeter"), on
 live servers over loopback: no key means no start (unless keyless mode is
-asked for, on loopback only); revoking every key closes the server; the key
-checked before the body is read.
+asked for, on loopback only); revoking every key closes the server; the Host
+allow-list; the Origin check on state-changing routes; the key checked before
+the body is read.
 
 The body tests speak raw HTTP on a socket (``send_streaming``): the body is
 sent piece by piece until the server answers, so the bytes the client had
@@ -36,9 +37,11 @@ from ragkit.server.keys import KeyStore
 
 MiB = 1024 * 1024
 W = "/w/alpha"
+UI = "http://ui.example:8080"
 LIMITS = {
     "RAGKIT_SERVER__MAX_UPLOAD_BYTES": str(MiB),
     "RAGKIT_SERVER__MAX_UPLOAD_FILES": "2",
+    "RAGKIT_SERVER__ALLOWED_ORIGINS": UI,
 }
 CANARY = "Quillon Vashti keeps the brass ledger of Orrow Fen."
 SOCKET_SLACK = 16 * MiB
@@ -48,7 +51,7 @@ that sent less than this had not finished a far larger body."""
 
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory) -> Iterator[tuple[Server, object]]:
-    """One server with keys and small upload limits."""
+    """One server with keys, small upload limits and one allowed origin (UI)."""
     working_dir = tmp_path_factory.mktemp("perimeter") / "data"
     working_dir.mkdir()
     keys = make_keys(working_dir)
@@ -100,7 +103,8 @@ def test_keyless_mode_off_loopback_refuses_to_start(tmp_path, how):
 def test_keyless_mode_serves_loopback_clients_only(tmp_path):
     """Opted in (no key used to mean this mode): a loopback client without a
     key reads everything; a key that is sent is still checked; a client behind
-    a local proxy (``X-Forwarded-For``) is no loopback client."""
+    a local proxy (``X-Forwarded-For``) is no loopback client; Host and Origin
+    still hold (the issue's DNS rebinding and cross-site upload)."""
     server = Server(tmp_path / "open").start(extra_env={"RAGKIT_SERVER__ALLOW_KEYLESS": "true"})
     try:
         with client(server, None) as c:
@@ -108,6 +112,11 @@ def test_keyless_mode_serves_loopback_clients_only(tmp_path):
             assert c.get("/metrics").status_code == 200
             forwarded = c.get("/w/default/documents", headers={"X-Forwarded-For": "203.0.113.7"})
             assert forwarded.status_code == 401 and "loopback" in forwarded.json()["error"]
+            assert c.get("/w/default/documents", headers={"Host": "evil.example"}).status_code == 400
+            r = c.post("/w/default/documents/upload", files=[("files", ("x.txt", CANARY.encode(), "text/plain"))],
+                       headers={"Origin": "http://evil.example"})
+            assert r.status_code == 403, r.text
+            assert c.get("/w/default/documents").json()["total"] == 0, "nothing ingested"
         with client(server, "rk_not-a-key") as c:
             assert c.get("/w/default/documents").status_code == 401
         assert "keyless mode" in server.log_text()
@@ -153,6 +162,80 @@ def test_revoking_every_key_closes_the_server(tmp_path):
     finally:
         server.stop()
     assert KeyStore(working_dir / "server_keys.sqlite").active_count() == 0
+
+
+# -- Host ---------------------------------------------------------------------------------------------
+
+FOREIGN_HOSTS = ["evil.example", "evil.example:{port}", "127.0.0.1.evil.example", "localhost.evil.example:{port}"]
+
+
+@pytest.mark.parametrize("host", FOREIGN_HOSTS)
+@pytest.mark.parametrize("method,path,kw", [
+    ("GET", "/health", {}), ("GET", f"{W}/documents", {}), ("POST", f"{W}/query", {"json": {"question": "hi"}}),
+])
+def test_foreign_host_is_refused(guarded, host, method, path, kw):
+    server, keys = guarded
+    with client(server, keys.admin) as c:
+        r = c.request(method, path, headers={"Host": host.format(port=server.port)}, **kw)
+    assert r.status_code == 400, r.text
+    assert "allowed_hosts" in r.json()["error"]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "[::1]:{port}", "LOCALHOST:{port}", "localhost"])
+def test_loopback_names_are_served(guarded, host):
+    server, keys = guarded
+    with client(server, keys.admin) as c:
+        assert c.get("/health", headers={"Host": host.format(port=server.port)}).status_code == 200
+        assert c.get(f"{W}/documents", headers={"Host": host.format(port=server.port)}).status_code == 200
+
+
+# -- Origin -------------------------------------------------------------------------------------------
+
+def _upload(c: httpx.Client, name: str, headers: dict) -> httpx.Response:
+    return c.post(f"{W}/documents/upload", files=[("files", (name, CANARY.encode(), "text/plain"))], headers=headers)
+
+
+@pytest.mark.parametrize("headers", [
+    {"Origin": "http://evil.example"},
+    {"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"},
+    {"Sec-Fetch-Site": "cross-site"},
+    {"Origin": "null"},
+    {"Origin": "https://127.0.0.1:{port}"},
+])
+def test_cross_site_upload_is_refused_and_ingests_nothing(guarded, headers):
+    server, keys = guarded
+    headers = {k: v.format(port=server.port) for k, v in headers.items()}
+    saved = _saved(server)
+    with client(server, keys.writer) as c:
+        r = _upload(c, "refused.txt", headers)
+        assert r.status_code == 403, r.text
+        assert "allowed_origins" in r.json()["error"]
+        assert c.post(f"{W}/query", json={"question": "hi"}, headers=headers).status_code == 403, "a query is a POST too"
+        assert c.delete(f"{W}/documents/doc-x", headers=headers).status_code == 403
+        assert c.get(f"{W}/documents", headers=headers).status_code == 200, "reads by GET are not refused"
+        paths = {d["path"] for d in c.get(f"{W}/documents", params={"limit": 1000}).json()["documents"]}
+    assert "refused.txt" not in paths
+    assert _saved(server) <= saved, "nothing saved"
+
+
+def _saved(server: Server) -> set[Path]:
+    """Files under the workspace's upload folder (a job's, until it ends)."""
+    uploads = server.working_dir / "alpha" / "server" / "uploads"
+    return {p for p in uploads.rglob("*") if p.is_file()} if uploads.exists() else set()
+
+
+@pytest.mark.parametrize("headers", [
+    {},
+    {"Origin": "http://127.0.0.1:{port}", "Sec-Fetch-Site": "same-origin"},
+    {"Origin": UI, "Sec-Fetch-Site": "cross-site"},
+])
+def test_same_origin_allowed_origin_and_no_origin_pass(guarded, headers):
+    server, keys = guarded
+    headers = {k: v.format(port=server.port) for k, v in headers.items()}
+    with client(server, keys.writer) as c:
+        r = _upload(c, "accepted.txt", headers)
+        assert r.status_code == 202, r.text
+        assert wait_job(c, r.json()["url"])["state"] == "done"
 
 
 # -- The key before the body -------------------------------------------------------------------------
