@@ -10,8 +10,8 @@ workspace and resolves the principal), so ``tests/server/test_server_security.py
 checks them too (every route of the app without a key is a 401).
 
 Before any route, every request passes the perimeter
-(``ragkit.server.perimeter``): the Host allow-list, the Origin check and the
-key (from the headers, before the body).
+(``ragkit.server.perimeter``): the Host allow-list, the Origin check, the key
+(from the headers, before the body) and the body caps.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from ragkit.server.context import read_context, warn_if_no_active_key
 from ragkit.server.jobs import JobManager
 from ragkit.server.keys import KeyStore
 from ragkit.server.metrics import Metrics, MetricsMiddleware
-from ragkit.server.perimeter import HostGuard, KeyGate, OriginGuard, check_keyless, served_hosts
+from ragkit.server.perimeter import BodyLimit, HostGuard, KeyGate, OriginGuard, check_keyless, served_hosts
 from ragkit.server.pool import WorkspacePool
 from ragkit.server.routes_documents import router as documents_router
 from ragkit.server.routes_graph import router as graph_router
@@ -54,8 +54,6 @@ _OPENAI_PATH = re.compile(r"/w/[^/]+/v1/")
 
 
 @dataclass
-
-
 class ServerState:
     settings: Settings
     keys: KeyStore
@@ -107,11 +105,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 def _add_middleware(app: FastAPI, settings: Settings) -> None:
     """A request meets them in the reverse order of the calls (each call wraps
-    the ones before): metrics, catch-all, Host, Origin, key, workspace
-    name. The key is checked before the body is read, and nothing
+    the ones before): metrics, catch-all, Host, Origin, key, body cap,
+    workspace name. The key is checked before the body is read, and nothing
     unauthenticated learns even whether a workspace name is valid."""
     server = settings.server
     app.add_middleware(WorkspaceNameGuard)
+    app.add_middleware(BodyLimit, server=server, refuse=refusal)
     app.add_middleware(KeyGate, public=PUBLIC_PATHS, refuse=refusal)
     app.add_middleware(OriginGuard, allowed=server.allowed_origins, refuse=refusal)
     app.add_middleware(HostGuard, allowed=served_hosts(server), refuse=refusal)

@@ -32,6 +32,9 @@ class ServerSettings(BaseModel):
     allowed_origins: list[str] = Field(default_factory=list)
     """Browser origins (``https://ui.example.com``), besides the server's own,
     that may send POST, PUT, PATCH or DELETE. Others are a 403."""
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1)
+    """Largest request body outside uploads and text inserts (queries, chat,
+    graph edits); also the allowance for form fields and framing on those two."""
     max_upload_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     """Largest file one upload may carry."""
     max_upload_files: int = Field(default=100, ge=1)

@@ -1,6 +1,6 @@
 """The perimeter: what every request passes before any route reads it.
 
-Three pure ASGI middlewares (no ``BaseHTTPMiddleware``: nothing is read ahead,
+Four pure ASGI middlewares (no ``BaseHTTPMiddleware``: nothing is read ahead,
 streams pass untouched), met in this order:
 
 1. ``HostGuard``: the ``Host`` header must name this server (``[server]
@@ -15,6 +15,9 @@ streams pass untouched), met in this order:
 3. ``KeyGate``: every path but the public ones needs an active key, decided
    by ``context.authenticate`` from the headers alone, so a request without
    one is a 401 before any of its body is read, whatever the number of keys.
+4. ``BodyLimit``: a body over the route's cap (``body_cap``) is a 413: at
+   once when ``Content-Length`` says so, otherwise as soon as the bytes
+   received pass the cap, so nothing over it is buffered or spooled.
 
 ``check_startup`` is the same rule at start: no active key (and no keyless
 setting) or keyless mode on a non-loopback host refuses to start.
@@ -46,6 +49,8 @@ ORIGIN_REFUSED = ("cross-origin request refused: a page of another origin may no
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::\d{1,5})?")
 """A ``Host`` header: a name or address, then an optional port."""
+_UPLOAD = re.compile(r"/w/[^/]+/documents/upload")
+_TEXTS = re.compile(r"/w/[^/]+/documents/texts")
 
 
 def served_hosts(server: ServerSettings) -> list[str]:
@@ -53,6 +58,19 @@ def served_hosts(server: ServerSettings) -> list[str]:
     (``0.0.0.0`` and ``::`` name every address, so none is added)."""
     bind = host_name(server.host)
     return [*server.allowed_hosts, bind] if bind not in ("", "0.0.0.0", "::") else list(server.allowed_hosts)
+
+
+def body_cap(path: str, server: ServerSettings) -> tuple[int, str]:
+    """The largest body ``path`` accepts, and the settings it is made of.
+    Uploads stream to disk, so they may carry every file at its largest;
+    inserted texts arrive as one JSON body held in memory, so they may carry
+    one text at its largest (more belong in an upload)."""
+    if _UPLOAD.fullmatch(path):
+        return (server.max_upload_files * server.max_upload_bytes + server.max_body_bytes,
+                "[server] max_upload_files * max_upload_bytes + max_body_bytes")
+    if _TEXTS.fullmatch(path):
+        return server.max_upload_bytes + server.max_body_bytes, "[server] max_upload_bytes + max_body_bytes"
+    return server.max_body_bytes, "[server] max_body_bytes"
 
 
 class HostGuard:
@@ -119,6 +137,52 @@ class KeyGate:
                 await self.refuse(scope, exc.status_code, str(exc.detail), exc.headers)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+class BodyTooLarge(HTTPException):
+    """Raised from ``receive`` once a body passes its cap: the route's own
+    error handler answers it (413), in the route's shape (JSON, or a chat
+    protocol's), and FastAPI lets an ``HTTPException`` through its body parsing."""
+
+
+class BodyLimit:
+    """Bodies capped while they stream. FastAPI >= 0.16x has ``max_body_size``,
+    but fixed where routes are declared (module-level routers here, while the
+    caps are settings known in ``create_app``) and answered with a 413 that
+    names no limit; the project also supports older FastAPI."""
+
+    def __init__(self, app: ASGIApp, server: ServerSettings, refuse: Refusal) -> None:
+        self.app, self.server, self.refuse = app, server, refuse
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        cap, settings = body_cap(scope["path"], self.server)
+        message = f"the request body is over this route's limit of {cap} bytes ({settings})"
+        if _declared_length(scope) > cap:
+            await self.refuse(scope, 413, message, None)(scope, receive, send)
+            return
+        await self.app(scope, _counted(receive, cap, message), send)
+
+
+def _declared_length(scope: Scope) -> int:
+    value = Headers(scope=scope).get("content-length", "")
+    return int(value) if value.isdigit() else 0  # absent (chunked): counted as it streams
+
+
+def _counted(receive: Receive, cap: int, message: str) -> Receive:
+    received = 0
+
+    async def counting() -> dict:
+        nonlocal received
+        event = await receive()
+        received += len(event.get("body", b""))
+        if received > cap:
+            raise BodyTooLarge(413, message)
+        return event
+
+    return counting
 
 
 def check_keyless(server: ServerSettings) -> None:

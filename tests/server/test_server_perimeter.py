@@ -2,7 +2,7 @@
 live servers over loopback: no key means no start (unless keyless mode is
 asked for, on loopback only); revoking every key closes the server; the Host
 allow-list; the Origin check on state-changing routes; the key checked before
-the body is read.
+the body is read; bodies capped while they stream.
 
 The body tests speak raw HTTP on a socket (``send_streaming``): the body is
 sent piece by piece until the server answers, so the bytes the client had
@@ -41,8 +41,11 @@ UI = "http://ui.example:8080"
 LIMITS = {
     "RAGKIT_SERVER__MAX_UPLOAD_BYTES": str(MiB),
     "RAGKIT_SERVER__MAX_UPLOAD_FILES": "2",
+    "RAGKIT_SERVER__MAX_BODY_BYTES": str(MiB),
     "RAGKIT_SERVER__ALLOWED_ORIGINS": UI,
 }
+UPLOAD_CAP = 2 * MiB + MiB
+"""max_upload_files * max_upload_bytes + max_body_bytes, with LIMITS."""
 CANARY = "Quillon Vashti keeps the brass ledger of Orrow Fen."
 SOCKET_SLACK = 16 * MiB
 """What the kernel's socket buffers take in before the server reads: a client
@@ -51,7 +54,7 @@ that sent less than this had not finished a far larger body."""
 
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory) -> Iterator[tuple[Server, object]]:
-    """One server with keys, small upload limits and one allowed origin (UI)."""
+    """One server with keys, small body caps and one allowed origin (UI)."""
     working_dir = tmp_path_factory.mktemp("perimeter") / "data"
     working_dir.mkdir()
     keys = make_keys(working_dir)
@@ -238,7 +241,7 @@ def test_same_origin_allowed_origin_and_no_origin_pass(guarded, headers):
         assert wait_job(c, r.json()["url"])["state"] == "done"
 
 
-# -- The key before the body -------------------------------------------------------------------------
+# -- The key before the body, and body caps ------------------------------------------------------------
 
 
 @dataclass
@@ -338,11 +341,45 @@ def test_no_key_is_refused_before_the_body_is_read(guarded, path, headers, make,
     assert hwm_after - hwm < 64 * MiB, f"peak memory rose by {(hwm_after - hwm) // MiB} MiB"
 
 
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+@pytest.mark.parametrize("path,headers,make,cap,setting", [
+    (f"{W}/documents/upload", MULTIPART, multipart, UPLOAD_CAP, "max_upload_files * max_upload_bytes + max_body_bytes"),
+    (f"{W}/query", JSON, json_body, MiB, "[server] max_body_bytes"),
+    (f"{W}/documents/texts", JSON, json_body, 2 * MiB, "max_upload_bytes + max_body_bytes"),
+])
+def test_body_over_the_cap_is_413_while_it_streams(guarded, declared, path, headers, make, cap, setting):
+    server, keys = guarded
+    size = 64 * MiB
+    hwm, wrote, saved = *usage(server), _saved(server)
+    auth = {**headers, "Authorization": f"Bearer {keys.writer}"}
+    answer = send_streaming(server.port, path, auth, make(size), size if declared else None)
+    hwm_after, wrote_after = usage(server)
+    assert answer.status == 413, answer
+    assert f"limit of {cap} bytes" in answer.text and setting in answer.text, answer.text
+    assert answer.sent < (0 if declared else cap) + SOCKET_SLACK, f"answered after {answer.sent} of {size} bytes"
+    assert wrote_after - wrote < cap + MiB, "nothing over the cap spooled"
+    assert hwm_after - hwm < 48 * MiB, f"peak memory rose by {(hwm_after - hwm) // MiB} MiB"
+    assert _saved(server) <= saved, "nothing saved"
+
+
+def test_chunked_body_under_the_cap_is_served(guarded):
+    server, keys = guarded
+    payload = b"Chunked uploads are counted as they stream. " * 1000
+    head = b'--B\r\nContent-Disposition: form-data; name="files"; filename="chunked.txt"\r\nContent-Type: text/plain\r\n\r\n'
+    with client(server, keys.writer) as c:
+        r = c.post(f"{W}/documents/upload", content=iter([head, payload, b"\r\n--B--\r\n"]), headers=MULTIPART)
+        assert r.status_code == 202, r.text
+        assert "content-length" not in r.request.headers, "sent chunked"
+        assert wait_job(c, r.json()["url"])["state"] == "done"
+
+
 def test_refusals_keep_the_chat_protocols_shape(guarded):
     """The perimeter answers the OpenAI routes as the OpenAI client expects."""
-    server, _ = guarded
+    server, keys = guarded
     url = f"{server.url}{W}/v1/chat/completions"
     refused = httpx.post(url, json={"model": "ragkit:naive", "messages": [{"role": "user", "content": "hi"}]})
     assert refused.status_code == 401 and "ragkit keys create" in refused.json()["error"]["message"]
+    over = httpx.post(url, content=b"x" * (2 * MiB), headers={**JSON, "Authorization": f"Bearer {keys.reader}"})
+    assert over.status_code == 413 and "max_body_bytes" in over.json()["error"]["message"]
     ollama = httpx.post(f"{server.url}{W}/api/chat", json={"model": "ragkit:naive", "messages": []})
     assert ollama.status_code == 401 and "ragkit keys create" in ollama.json()["error"]
