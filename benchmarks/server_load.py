@@ -204,9 +204,9 @@ async def _asgi_call(app, path: str, body: dict, key: str) -> bytes:
     raw = json.dumps(body).encode()
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
              "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "", "state": {},
-             "headers": [(b"host", b"bench"), (b"authorization", f"Bearer {key}".encode()),
+             "headers": [(b"host", b"localhost"), (b"authorization", f"Bearer {key}".encode()),
                          (b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())],
-             "client": ("127.0.0.1", 1), "server": ("bench", 80)}
+             "client": ("127.0.0.1", 1), "server": ("localhost", 80)}
     messages = [{"type": "http.request", "body": raw, "more_body": False}]
     sent: list[dict] = []
 
@@ -244,7 +244,7 @@ async def app_overhead(working_dir: Path, workspace: str, repeats: int) -> dict:
     out: dict[str, dict] = {}
     transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 1))
     async with app.router.lifespan_context(app), httpx.AsyncClient(
-        transport=transport, base_url="http://bench", headers={"Authorization": f"Bearer {key}"}
+        transport=transport, base_url="http://localhost", headers={"Authorization": f"Bearer {key}"}
     ) as c:
         for route in ROUTES:
             for q, m in calls:

@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--host", help="address to bind (default: [server] host, 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default: [server] port, 9621)")
     p.add_argument("--workers", type=int, help="worker processes (default: [server] workers, 1)")
+    p.add_argument("--allow-keyless", action="store_true",
+                   help="serve loopback clients that send no key, with full access (local single-user use; "
+                        "[server] allow_keyless)")
     p.set_defaults(run="ragkit.cli.serve_cmd")
 
     p = sub.add_parser("keys", help="API keys of the HTTP service: create, list, revoke")

@@ -20,24 +20,22 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise ConfigError(f"`ragkit serve` needs the server extra ({exc.name} is missing): pip install 'ragkit[server]'") from None
     from ragkit.server.config import keys_path
-    from ragkit.server.context import is_loopback
     from ragkit.server.keys import KeyStore
+    from ragkit.server.perimeter import check_startup
 
-    overrides = {k: v for k, v in (("HOST", args.host), ("PORT", args.port), ("WORKERS", args.workers)) if v is not None}
+    overrides = {"HOST": args.host, "PORT": args.port, "WORKERS": args.workers,
+                 "ALLOW_KEYLESS": "true" if args.allow_keyless else None}
     for name, value in overrides.items():  # the workers load the settings again, from the environment
-        os.environ[f"RAGKIT_SERVER__{name}"] = str(value)
+        if value is not None:
+            os.environ[f"RAGKIT_SERVER__{name}"] = str(value)
     if args.config:
         os.environ["RAGKIT_CONFIG"] = str(args.config)
     settings = load_settings(args.config).settings
     server = settings.server
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
-    if KeyStore(keys_path(settings.working_dir, server)).active_count() == 0:
-        if not is_loopback(server.host):
-            raise ConfigError(
-                f"no API keys are configured, so the server may only listen on a loopback address, not {server.host!r}; "
-                "create one with `ragkit keys create --workspace NAME --user NAME --scope read`"
-            )
-        log.warning("no API keys are configured: every loopback client has full access (create keys with `ragkit keys create`)")
+    check_startup(server, KeyStore(keys_path(settings.working_dir, server)))
+    if server.allow_keyless:
+        log.warning("keyless mode: loopback clients that send no key have full access to every workspace")
     uvicorn.run(
         "ragkit.server.app:app_from_env", factory=True, host=server.host, port=server.port, workers=server.workers,
         log_level="info",

@@ -8,27 +8,37 @@ OpenAI's ``/v1/...``) are mounted under the same prefix and take the same
 dependency, ``read_context`` (the one place that authenticates, checks the
 workspace and resolves the principal), so ``tests/server/test_server_security.py``
 checks them too (every route of the app without a key is a 401).
+
+Before any route, every request passes the perimeter
+(``ragkit.server.perimeter``): the Host allow-list, the Origin check, the key
+(from the headers, before the body) and the body caps.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 from collections.abc import Iterator
 
 from fastapi import FastAPI
+from starlette.responses import Response
+from starlette.types import Scope
 
 from ragkit import __version__
 from ragkit.server import errors, logs
 from ragkit.server.chat import ollama_router, openai_router
+from ragkit.server.chat.errors import ChatError
+from ragkit.server.chat.openai_api import render_error as openai_error
 from ragkit.server.config import keys_path
-from ragkit.server.context import read_context
+from ragkit.server.context import read_context, warn_if_no_active_key
 from ragkit.server.jobs import JobManager
 from ragkit.server.keys import KeyStore
 from ragkit.server.metrics import Metrics, MetricsMiddleware
+from ragkit.server.perimeter import BodyLimit, HostGuard, KeyGate, OriginGuard, check_keyless, served_hosts
 from ragkit.server.pool import WorkspacePool
 from ragkit.server.routes_documents import router as documents_router
 from ragkit.server.routes_graph import router as graph_router
@@ -40,6 +50,7 @@ log = logging.getLogger("ragkit.server")
 PUBLIC_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 """The only routes served without a key: liveness and the API's own description."""
 WORKSPACE_PREFIX = "/w/{workspace}"
+_OPENAI_PATH = re.compile(r"/w/[^/]+/v1/")
 
 
 @dataclass
@@ -51,10 +62,13 @@ class ServerState:
     metrics: Metrics
     model_checks: dict[str, tuple[float, str]] = field(default_factory=dict)
     """``/ready``'s last model checks: name -> (when, result)."""
+    warned_no_key: bool = False
+    """The "no active key" warning is out (``context.warn_if_no_active_key``)."""
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings().settings
+    check_keyless(settings.server)
     keys = KeyStore(keys_path(settings.working_dir, settings.server))
     metrics_box: list[Metrics] = []
     pool = WorkspacePool(settings, on_close=lambda rag: metrics_box[0].retire(rag))
@@ -66,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         logs.install()
+        warn_if_no_active_key(state)
         pool.start()
         resumed = jobs.resume()
         if resumed:
@@ -84,10 +99,31 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     for chat in (ollama_router, openai_router):  # Open WebUI, the ollama and openai clients
         app.include_router(chat(read_context), prefix=WORKSPACE_PREFIX)
-    app.add_middleware(errors.CatchAll)
-    app.add_middleware(WorkspaceNameGuard)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    _add_middleware(app, settings)
     return app
+
+
+def _add_middleware(app: FastAPI, settings: Settings) -> None:
+    """A request meets them in the reverse order of the calls (each call wraps
+    the ones before): metrics, catch-all, Host, Origin, key, body cap,
+    workspace name. The key is checked before the body is read, and nothing
+    unauthenticated learns even whether a workspace name is valid."""
+    server = settings.server
+    app.add_middleware(WorkspaceNameGuard)
+    app.add_middleware(BodyLimit, server=server, refuse=refusal)
+    app.add_middleware(KeyGate, public=PUBLIC_PATHS, refuse=refusal)
+    app.add_middleware(OriginGuard, allowed=server.allowed_origins, refuse=refusal)
+    app.add_middleware(HostGuard, allowed=served_hosts(server), refuse=refusal)
+    app.add_middleware(errors.CatchAll)
+    app.add_middleware(MetricsMiddleware, metrics=app.state.ragkit.metrics)
+
+
+def refusal(scope: Scope, status: int, message: str, headers: dict[str, str] | None) -> Response:
+    """The perimeter's refusals in the shape each route's clients read: the
+    OpenAI client's under ``/v1/``; elsewhere ``{"error": message}`` (Ollama's too)."""
+    if _OPENAI_PATH.match(scope["path"]):
+        return openai_error(ChatError(status, message, headers=headers))
+    return errors.error(status, message, headers)
 
 
 def route_table(app: FastAPI) -> Iterator[tuple[str, str]]:

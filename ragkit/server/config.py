@@ -6,8 +6,12 @@ Plain pydantic, no web dependency: ``ragkit.settings`` imports it.
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+"""The names a browser uses for this machine: the default ``allowed_hosts``."""
 
 
 class ServerSettings(BaseModel):
@@ -18,6 +22,19 @@ class ServerSettings(BaseModel):
     workers: int = Field(default=1, ge=1)
     keys_file: Path | None = None
     """SQLite file of API keys; default ``<working_dir>/server_keys.sqlite``."""
+    allow_keyless: bool = False
+    """Serve loopback clients that send no key, unrestricted (no principal): for
+    local single-user use only, so refused unless ``host`` is a loopback address."""
+    allowed_hosts: list[str] = Field(default_factory=lambda: list(LOOPBACK_NAMES))
+    """``Host`` header names served, any port (``*.example.com`` for subdomains,
+    ``*`` for any); a specific bind ``host`` is added. Others are a 400: a page
+    whose DNS name was rebound to this address names its own host."""
+    allowed_origins: list[str] = Field(default_factory=list)
+    """Browser origins (``https://ui.example.com``), besides the server's own,
+    that may send POST, PUT, PATCH or DELETE. Others are a 403."""
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1)
+    """Largest request body outside uploads and text inserts (queries, chat,
+    graph edits); also the allowance for form fields and framing on those two."""
     max_upload_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     """Largest file one upload may carry."""
     max_upload_files: int = Field(default=100, ge=1)
@@ -28,6 +45,50 @@ class ServerSettings(BaseModel):
     """Seconds an unused workspace stays open."""
     job_attempts: int = Field(default=3, ge=1)
     """Starts of an ingestion job before one the server keeps stopping in is marked failed."""
+
+    @field_validator("allowed_hosts", "allowed_origins", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> object:
+        # RAGKIT_SERVER__ALLOWED_HOSTS=a.example,b.example reads as one string
+        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if "*" in pattern and pattern != "*" and not (pattern.startswith("*.") and "*" not in pattern[1:]):
+                raise ValueError(f"{pattern!r}: a wildcard is '*' alone or a leading '*.' ('*.example.com')")
+        return [host_name(p) for p in value]
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        origins = [origin_of(v) for v in value]
+        for given, origin in zip(value, origins):
+            if origin is None:
+                raise ValueError(f"{given!r} is not an origin: write scheme://host[:port] (https://ui.example.com)")
+        return origins
+
+
+def host_name(host: str) -> str:
+    """A host as the checks compare it: lower case, an IPv6 address without brackets."""
+    return host.strip().lower().removeprefix("[").removesuffix("]")
+
+
+def origin_of(url: str) -> str | None:
+    """``scheme://host[:port]`` in one spelling (lower case, no default port,
+    no path), or ``None`` when ``url`` is not an http(s) origin (``null``)."""
+    parts = urlsplit(url.strip())
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+        return None
+    scheme = parts.scheme.lower()
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    default = 80 if scheme == "http" else 443
+    return f"{scheme}://{host}" + ("" if port in (None, default) else f":{port}")
 
 
 def keys_path(working_dir: Path, server: ServerSettings) -> Path:

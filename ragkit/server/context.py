@@ -5,16 +5,24 @@ Order matters for what a response can reveal: the key is checked (401) and its
 binding to the workspace (403, the same body whether the workspace exists or
 not) before anything touches the workspace; a name that breaks the rule is a
 400 either way, as it can never exist.
+
+``authenticate`` is the one place that decides who a request is. The
+perimeter's gate (``ragkit.server.perimeter.KeyGate``) calls it from the
+headers before any of the body is read; the decision is kept in the request's
+scope, and the route's dependency reads it back to check the workspace
+binding and the scope.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import HTTPException, Request
+from starlette.requests import HTTPConnection
 
 from ragkit.access import Principal
 from ragkit.rag import RAG
@@ -22,10 +30,17 @@ from ragkit.server.keys import ApiKey, Scope
 from ragkit.server.pool import PoolFullError
 from ragkit.settings import WORKSPACE_PATTERN, WORKSPACE_RULE
 
-NO_KEY = "missing API key: send `Authorization: Bearer <key>` or `X-API-Key: <key>` (create one with `ragkit keys create`)"
+NO_KEY = ("missing API key: send it as a Bearer token in the Authorization header, or in an X-API-Key header "
+          "(create one with `ragkit keys create`)")
+"""Worded without ``Header: value``, which ``ragkit.redact`` (every error's last step) would mask."""
 BAD_KEY = "unknown or revoked API key; create one with `ragkit keys create`"
 FORBIDDEN = "this key may not use this workspace with this scope"
-LOCAL_ONLY = "no API keys are configured, so only loopback clients are served; create one with `ragkit keys create`"
+LOCAL_ONLY = "keyless mode serves loopback clients only; send a key (create one with `ragkit keys create`)"
+NO_ACTIVE_KEY = ("no active API key: every request but /health and the API docs is refused (401) until one is "
+                 "created with `ragkit keys create --workspace NAME --user NAME --scope read`")
+DECIDED = "ragkit.key"
+"""Where the request's scope keeps ``authenticate``'s decision (the key, or ``None``)."""
+log = logging.getLogger("ragkit.server")
 
 
 @dataclass
@@ -57,29 +72,47 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
-def token_of(request: Request) -> str | None:
-    auth = request.headers.get("authorization", "")
+def token_of(conn: HTTPConnection) -> str | None:
+    auth = conn.headers.get("authorization", "")
     scheme, _, value = auth.partition(" ")
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()
-    return request.headers.get("x-api-key") or None
+    return conn.headers.get("x-api-key") or None
 
 
-def authenticate(request: Request) -> ApiKey | None:
-    """The request's key; ``None`` in keyless loopback mode. Raises 401."""
-    state = request.app.state.ragkit
-    token = token_of(request)
-    if token is None:
-        if state.keys.active_count() == 0:
-            client = request.client.host if request.client else None
-            if is_loopback(state.settings.server.host) and is_loopback(client):
-                return None
-            raise HTTPException(401, LOCAL_ONLY)
-        raise HTTPException(401, NO_KEY, headers={"WWW-Authenticate": "Bearer"})
-    key = state.keys.lookup(token)
+def authenticate(conn: HTTPConnection) -> ApiKey | None:
+    """The request's active key; ``None`` in keyless mode for a loopback
+    client that sent none. Raises 401. Decided once per request (headers
+    only, so before the body) and kept in its scope."""
+    if DECIDED not in conn.scope:
+        conn.scope[DECIDED] = _decide(conn)
+    return conn.scope[DECIDED]
+
+
+def _decide(conn: HTTPConnection) -> ApiKey | None:
+    state = conn.app.state.ragkit
+    token = token_of(conn)
+    if token is None and state.settings.server.allow_keyless:
+        if is_loopback(conn.client.host if conn.client else None):
+            return None
+        raise HTTPException(401, LOCAL_ONLY, headers={"WWW-Authenticate": "Bearer"})
+    key = state.keys.lookup(token) if token is not None else None
     if key is None:
-        raise HTTPException(401, BAD_KEY, headers={"WWW-Authenticate": "Bearer"})
+        warn_if_no_active_key(state)
+        raise HTTPException(401, NO_KEY if token is None else BAD_KEY, headers={"WWW-Authenticate": "Bearer"})
     return key
+
+
+def warn_if_no_active_key(state) -> None:
+    """Warn once each time the last active key is gone (revoked while the
+    server runs, or none at start): the server now refuses every request.
+    Whatever the number of keys, no key never means no check."""
+    if state.settings.server.allow_keyless:
+        return
+    gone = state.keys.active_count() == 0
+    if gone and not state.warned_no_key:
+        log.warning(NO_ACTIVE_KEY)
+    state.warned_no_key = gone
 
 
 def require_key(scope: Scope = "read"):
