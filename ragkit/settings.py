@@ -58,8 +58,11 @@ DEFAULT_FILE = "ragkit.toml"
 _SECRET_WORDS = ("key", "token", "password", "passwd", "secret", "credential", "credentials", "auth")
 _SECRET_SUFFIXES = ("key", "token", "password", "secret")  # apikey, accesstoken
 _URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
-WORKSPACE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,63}")
-WORKSPACE_RULE = "use 1-64 letters, digits, '_' or '-', starting with a letter or digit"
+WORKSPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_\-]{0,63}")
+WORKSPACE_RULE = (
+    "use 1-64 lowercase letters, digits, '_' or '-', starting with a letter or digit "
+    "(lowercase only: 'W1' and 'w1' would be one folder on a case-insensitive filesystem)"
+)
 _NESTED = ("index", "server", "lock")
 """Settings that are sections of plain fields, set one value at a time
 (``RAGKIT_INDEX__CHUNK_SIZE``, ``RAGKIT_SERVER__PORT``, ``RAGKIT_LOCK__TIMEOUT``)."""
@@ -68,7 +71,9 @@ _NESTED = ("index", "server", "lock")
 def check_workspace(value: str) -> str:
     """The workspace name rule (a folder under ``working_dir``): no separators, no traversal."""
     if not WORKSPACE_PATTERN.fullmatch(value):  # match() would let '$' accept "\n"
-        raise ValueError(WORKSPACE_RULE)
+        lower = value.lower()
+        hint = f"; use {lower!r} (rename the folder if it holds data)" if WORKSPACE_PATTERN.fullmatch(lower) else ""
+        raise ValueError(WORKSPACE_RULE + hint)
     return value
 
 

@@ -7,6 +7,7 @@ import asyncio
 import sys
 
 from ragkit.cli.output import print_json, table
+from ragkit.core.text import shown_name
 from ragkit.errors import DocumentNotFoundError
 from ragkit.pipeline.check import check
 from ragkit.pipeline.documents import DocumentPage, list_documents, resolve_documents
@@ -57,7 +58,7 @@ def run_documents(args: argparse.Namespace) -> int:
         print_json(page.model_dump(mode="json"))
         return 0
     rows = [
-        (d.id, d.status.value, d.chunks, f"{d.updated:%Y-%m-%d %H:%M:%S}", d.path or "", " ".join((d.error or "").split()))
+        (d.id, d.status.value, d.chunks, f"{d.updated:%Y-%m-%d %H:%M:%S}", shown_name(d.path or ""), " ".join((d.error or "").split()))
         for d in page.documents
     ]
     print(table(["id", "status", "chunks", "updated (UTC)", "path", "error"], rows))

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from ragkit.core.files import private_dir
 from ragkit.errors import ConfigError
 from ragkit.server.config import keys_path
 from ragkit.server.keys import KeyStore
@@ -20,6 +21,9 @@ def run(args: argparse.Namespace) -> int:
             key, token = store.create(args.workspaces, args.user, args.groups, args.scope, args.name)
         except ValueError as exc:
             raise ConfigError(f"cannot create the key: {exc}") from None
+        for name in key.workspaces:  # a key made for a workspace makes it exist: its reads answer, empty
+            if name != "*":
+                private_dir(settings.working_dir / name)
         print(token)
         print(f"key {key.id}: {key.scope} on {', '.join(key.workspaces)} as {key.user}"
               f"{' (' + ', '.join(key.groups) + ')' if key.groups else ''}; the token above is shown only once",

@@ -141,6 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     import importlib
 
+    from ragkit.core.files import private_umask
+
+    private_umask()  # documents of every access list are written: for this user's eyes only
     try:
         module, _, func = args.run.partition(":")
         return getattr(importlib.import_module(module), func or "run")(args)

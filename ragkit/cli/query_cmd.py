@@ -7,6 +7,7 @@ import asyncio
 import sys
 
 from ragkit.cli.output import print_json
+from ragkit.core.text import shown_name
 from ragkit.rag import RAG
 from ragkit.schema import QueryParam, QueryResult
 from ragkit.settings import load_settings
@@ -51,5 +52,5 @@ def run(args: argparse.Namespace) -> int:
     if result.references and not (args.context_only or args.prompt_only):
         print("\nReferences:")
         for ref in result.references:
-            print(f"[{ref.number}] {ref.citation or ref.file_path or ref.doc_id}")
+            print(f"[{ref.number}] {shown_name(ref.citation or ref.file_path or ref.doc_id)}")
     return 0

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.core.files import private_dir
 from ragkit.errors import WriterLockTimeoutError
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ class FileLease:
         return await asyncio.to_thread(self._acquire, holder)
 
     def _acquire(self, holder: Holder) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         if not _try_lock(fd):
             os.close(fd)

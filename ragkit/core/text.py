@@ -44,6 +44,17 @@ def clean(text: str) -> str:
     return _CONTROLS.sub("", text)
 
 
+_INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+"""Bidirectional overrides and isolates, marks and zero-width characters: in a
+name, they make ``gpj.exe`` show as ``exe.jpg``, or two names look the same."""
+
+
+def shown_name(name: str) -> str:
+    """A name (a file's, a path) as it may be shown to someone who did not
+    choose it: every invisible or bidirectional control as a ``\\u202e`` escape."""
+    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", name)
+
+
 def text_problem(text: str) -> str | None:
     """Why no store could keep ``text`` unchanged, or ``None``."""
     try:

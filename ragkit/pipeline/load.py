@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ragkit.core.text import shown_name
 from ragkit.schema import Document
 
 TEXT_EXTENSIONS: frozenset[str] = frozenset(
@@ -477,12 +478,13 @@ def _name_problem(path: str) -> str | None:
 
 
 def printable_path(path: str) -> str:
-    """``path`` as UTF-8 text: the bytes of a non-UTF-8 name as ``\\xff``, NUL as ``\\x00``."""
+    """``path`` as UTF-8 text: the bytes of a non-UTF-8 name as ``\\xff``, NUL as
+    ``\\x00``, bidirectional and invisible controls as ``\\u202e`` (``shown_name``)."""
     try:
         raw = path.encode("utf-8", "surrogateescape")  # the name's bytes on disk
     except UnicodeEncodeError:  # a lone surrogate no file system gave: from a caller's str
         raw = path.encode("utf-8", "backslashreplace")
-    return raw.decode("utf-8", "backslashreplace").replace("\x00", "\\x00")
+    return shown_name(raw.decode("utf-8", "backslashreplace").replace("\x00", "\\x00"))
 
 
 def _unsupported(suffix: str, extensions: frozenset[str]) -> str:

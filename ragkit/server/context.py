@@ -35,6 +35,8 @@ NO_KEY = ("missing API key: send it as a Bearer token in the Authorization heade
 """Worded without ``Header: value``, which ``ragkit.redact`` (every error's last step) would mask."""
 BAD_KEY = "unknown or revoked API key; create one with `ragkit keys create`"
 FORBIDDEN = "this key may not use this workspace with this scope"
+NO_WORKSPACE = ("no workspace {workspace!r} yet: reads never create one; the first write "
+                "(an upload, a text, a graph edit) does")
 LOCAL_ONLY = "keyless mode serves loopback clients only; send a key (create one with `ragkit keys create`)"
 NO_ACTIVE_KEY = ("no active API key: every request but /health and the API docs is refused (401) until one is "
                  "created with `ragkit keys create --workspace NAME --user NAME --scope read`")
@@ -142,8 +144,10 @@ def workspace_context(scope: Scope):
         if key is not None and not key.allows(workspace, scope):
             raise HTTPException(403, FORBIDDEN)
         state = request.app.state.ragkit
+        if scope == "read" and not state.pool.exists(workspace):  # a read never creates one
+            raise HTTPException(404, NO_WORKSPACE.format(workspace=workspace))
         try:
-            async with state.pool.lease(workspace) as rag:
+            async with state.pool.lease(workspace, create=scope != "read") as rag:
                 yield RequestContext(workspace, rag, key, principal_of(key))
         except PoolFullError as exc:
             raise HTTPException(503, str(exc)) from None

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ragkit.access import AccessList, Principal
+from ragkit.core.files import private_dir
 from ragkit.core.llm_cache import LLMStats, counting
 from ragkit.pipeline.load import load_documents
 from ragkit.rag import RAG
@@ -113,7 +114,7 @@ class JobManager:
 
     def save(self, job: Job) -> None:
         path = self._record(job)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(job.model_dump_json())
         with open(tmp, "rb") as fh:
@@ -258,7 +259,7 @@ class JobManager:
         unreadable = {
             # The saved copy's path is the server's business: the client's name instead.
             shown.get(item.path, item.path): item.message.replace(item.path, shown.get(item.path, item.path))
-            for item in loaded.items if item.outcome == "failed"
+            for item in loaded.items if item.outcome == "failed" or _empty(item)
         }
         job.documents = len(docs) + len(unreadable)
         return docs, unreadable
@@ -278,6 +279,12 @@ async def _write(rag: RAG, work: Callable[[RAG], Awaitable[Any]], done: asyncio.
     else:
         if not done.done():
             done.set_result(result)
+
+
+def _empty(item) -> bool:
+    """A file with no text: the CLI skips it, as there is nothing to index; an
+    upload of one is a mistake to report (a duplicate, skipped too, is not)."""
+    return item.outcome == "skipped" and item.message.startswith("empty")
 
 
 def _own(usage: LLMStats) -> tuple[int, int]:

@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator
 
 from ragkit.access import check_name
+from ragkit.core.files import private_dir
 from ragkit.settings import check_workspace
 
 Scope = Literal["read", "write", "admin"]
@@ -87,7 +88,7 @@ class KeyStore:
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         db = sqlite3.connect(self.path, timeout=10)
         try:
             db.execute("CREATE TABLE IF NOT EXISTS keys (hash TEXT PRIMARY KEY, record TEXT NOT NULL)")

@@ -15,7 +15,9 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from ragkit.core.files import private_dir
 from ragkit.rag import RAG
 from ragkit.settings import Settings
 
@@ -46,10 +48,19 @@ class WorkspacePool:
     def open_rags(self) -> list[RAG]:
         return [e.rag for e in self._entries.values()]
 
+    def exists(self, workspace: str) -> bool:
+        """Whether a write ever made the workspace (its folder is its mark,
+        whichever backends hold its data)."""
+        return workspace in self._entries or (Path(self.settings.working_dir) / workspace).is_dir()
+
     @contextlib.asynccontextmanager
-    async def lease(self, workspace: str, wait: bool = False) -> AsyncIterator[RAG]:
-        """The workspace's RAG, held open until the block ends. A full pool of
-        busy workspaces raises ``PoolFullError``, or with ``wait`` is waited out."""
+    async def lease(self, workspace: str, wait: bool = False, create: bool = True) -> AsyncIterator[RAG]:
+        """The workspace's RAG, held open until the block ends; ``create``
+        makes it if it does not exist (reads check ``exists`` first). A full
+        pool of busy workspaces raises ``PoolFullError``, or with ``wait`` is
+        waited out."""
+        if create:
+            private_dir(Path(self.settings.working_dir) / workspace)
         while True:
             try:
                 entry = await self._acquire(workspace)

@@ -13,6 +13,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ragkit import access
 from ragkit.errors import WriteAccessError, describe_validation_error
+from ragkit.core.files import private_dir
+from ragkit.core.text import shown_name
 from ragkit.pipeline.identity import check_writable
 
 from ragkit.server.context import RequestContext, read_context, write_context
@@ -72,7 +74,7 @@ async def upload(
     names = [check_type(f.filename or "") for f in files]
     job = _new_job(ctx, _access(access_users, access_groups, "access_users/access_groups"))
     folder = state.jobs.upload_dir(job)
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder)
     try:
         for n, (f, name) in enumerate(zip(files, names)):
             saved = f"{n:05d}{name[name.rfind('.'):].lower()}"
@@ -88,13 +90,13 @@ async def upload(
 async def insert_texts(request: Request, body: TextsIn, ctx: RequestContext = Depends(write_context)) -> JSONResponse:
     state = request.app.state.ragkit
     check_count(len(body.texts), state.settings.server)
-    names = body.file_paths or [None] * len(body.texts)
+    names = [None if n is None else shown_name(n) for n in body.file_paths or [None] * len(body.texts)]
     if len(names) != len(body.texts):
         raise HTTPException(422, "file_paths: give one per text (or none). Fix: match the lengths")
     listed = body.access or AccessList()
     job = _new_job(ctx, _access(listed.users, listed.groups, "access"))
     folder = state.jobs.upload_dir(job)
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder)
     for n, (text, name) in enumerate(zip(body.texts, names)):
         if len(text.encode()) > state.settings.server.max_upload_bytes:
             shutil.rmtree(folder, ignore_errors=True)

@@ -18,6 +18,7 @@ from fastapi.responses import FileResponse
 from pydantic import BaseModel, Field
 from starlette.background import BackgroundTask
 
+from ragkit.core.files import private_dir
 from ragkit.server.context import RequestContext, read_context, write_context
 from ragkit.server.jobs import server_dir
 
@@ -170,7 +171,7 @@ async def export(
 ) -> FileResponse:
     # Written inside the workspace's folder (nothing outside working_dir), removed once sent.
     folder = server_dir(request.app.state.ragkit.settings.working_dir, ctx.workspace) / "exports"
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder)
     tmp = tempfile.mkdtemp(dir=folder)
     path = f"{tmp}/{uuid.uuid4().hex}.{format}"
     try:

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import fields
+from pathlib import Path
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from ragkit.protocols.models import ChatRequest
+from ragkit.rag import RAG
 from ragkit.redact import redact
 from ragkit.server.context import require_key
+from ragkit.server.keys import ApiKey
+from ragkit.settings import WORKSPACE_PATTERN
 
 router = APIRouter(tags=["system"])
 
@@ -28,17 +33,40 @@ async def _check(store) -> str:
     return "ok"
 
 
-@router.get("/ready", summary="Readiness: every configured store and model answers",
-            dependencies=[Depends(require_key("read"))])
-async def ready(request: Request) -> JSONResponse:
+@router.get("/ready", summary="Readiness: every configured store and model answers")
+async def ready(request: Request, key: ApiKey | None = Depends(require_key("read"))) -> JSONResponse:
     state = request.app.state.ragkit
     checks: dict[str, str] = {}
-    async with state.pool.lease(state.settings.workspace) as rag:
-        for name in (f.name for f in fields(rag.stores)):  # the stores, not the lock beside them
-            checks[name] = await _guarded(_check(getattr(rag.stores, name)))
-        models = await _models(rag, state.model_checks)
+    workspace = _checked_workspace(state, key)
+    if workspace is None:  # a read creates no workspace: the models alone are checked
+        async with _scratch(state) as rag:
+            models = await _models(rag, state.model_checks)
+    else:
+        async with state.pool.lease(workspace, create=False) as rag:
+            for name in (f.name for f in fields(rag.stores)):  # the stores, not the lock beside them
+                checks[name] = await _guarded(_check(getattr(rag.stores, name)))
+            models = await _models(rag, state.model_checks)
     ok = all(v == "ok" for v in checks.values()) and all(v == "ok" for v in models.values())
     return JSONResponse({"ready": ok, "stores": checks, "models": models}, status_code=200 if ok else 503)
+
+
+def _checked_workspace(state, key) -> str | None:
+    """An existing workspace this key may read, the default one first: its
+    stores are the ones checked (none: no workspace exists for this key yet)."""
+    names = sorted(p.name for p in Path(state.settings.working_dir).iterdir()
+                   if p.is_dir() and WORKSPACE_PATTERN.fullmatch(p.name)) if Path(state.settings.working_dir).is_dir() else []
+    candidates = [state.settings.workspace, *names]
+    return next((w for w in candidates if state.pool.exists(w) and (key is None or key.allows(w, "read"))), None)
+
+
+@contextlib.asynccontextmanager
+async def _scratch(state):
+    """The models, without a workspace: a RAG whose stores are never opened."""
+    rag = RAG(state.settings)
+    try:
+        yield rag
+    finally:
+        await rag.aclose()
 
 
 MODEL_CHECK_SECONDS = 60.0

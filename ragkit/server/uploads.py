@@ -13,6 +13,7 @@ from pathlib import PurePosixPath, PureWindowsPath
 
 from fastapi import HTTPException, UploadFile
 
+from ragkit.core.text import shown_name
 from ragkit.loaders import supported_types as loadable_types
 from ragkit.server.config import ServerSettings
 
@@ -24,8 +25,10 @@ def supported_types() -> frozenset[str]:
 
 
 def check_type(filename: str) -> str:
-    """The file's own name (no folders), or 415 naming the supported types."""
-    name = PureWindowsPath(PurePosixPath(filename or "").name).name
+    """The file's own name (no folders), or 415 naming the supported types.
+    Kept as others will be shown it: invisible and bidirectional controls as
+    ``\\u202e`` escapes (``shown_name``)."""
+    name = shown_name(PureWindowsPath(PurePosixPath(filename or "").name).name)
     suffix = PurePosixPath(name).suffix.lower()
     if not name or suffix not in supported_types():
         raise HTTPException(

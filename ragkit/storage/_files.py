@@ -58,6 +58,7 @@ from functools import partial
 from pathlib import Path
 from typing import BinaryIO, Generic, TypeVar
 
+from ragkit.core.files import private_dir
 from ragkit.errors import StoreError
 
 TEMP_SUFFIX = ".tmp"
@@ -104,7 +105,7 @@ def fsync_dir(directory: Path) -> None:
 def atomic_write(target: Path, write: Writer) -> None:
     """Replace ``target`` with what ``write(file)`` writes, atomically and durably."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(target.parent)
     tmp = temp_path(target)
     try:
         with open(tmp, "xb") as fh:

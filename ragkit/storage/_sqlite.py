@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from ragkit.core.files import private_dir
 from ragkit.errors import ConfigError, StoreError
 from ragkit.protocols.base import BaseStore, Capability, StoreConfig
 
@@ -77,7 +78,7 @@ class Connection:
     def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
         self.path = Path(path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
             self._conn = sqlite3.connect(
                 self.path,
                 isolation_level=None,

@@ -90,6 +90,10 @@ class Keys:
 
 
 def make_keys(working_dir: Path) -> Keys:
+    """Keys as ``ragkit keys create`` makes them: each named workspace exists
+    from then on (a read never creates one)."""
+    for workspace in ("alpha", "other"):
+        (working_dir / workspace).mkdir(parents=True, exist_ok=True)
     store = KeyStore(working_dir / "server_keys.sqlite")
     return Keys(
         admin=store.create(["*"], "root", ["ops"], "admin")[1],

@@ -111,6 +111,9 @@ def test_keyless_mode_serves_loopback_clients_only(tmp_path):
     server = Server(tmp_path / "open").start(extra_env={"RAGKIT_SERVER__ALLOW_KEYLESS": "true"})
     try:
         with client(server, None) as c:
+            assert c.get("/w/default/documents").status_code == 404, "a read creates no workspace"
+            made = c.post("/w/default/documents/texts", json={"texts": ["Keyless mode writes too."]})
+            assert made.status_code == 202 and wait_job(c, made.json()["url"])["state"] == "done"
             assert c.get("/w/default/documents").status_code == 200
             assert c.get("/metrics").status_code == 200
             forwarded = c.get("/w/default/documents", headers={"X-Forwarded-For": "203.0.113.7"})
@@ -119,7 +122,7 @@ def test_keyless_mode_serves_loopback_clients_only(tmp_path):
             r = c.post("/w/default/documents/upload", files=[("files", ("x.txt", CANARY.encode(), "text/plain"))],
                        headers={"Origin": "http://evil.example"})
             assert r.status_code == 403, r.text
-            assert c.get("/w/default/documents").json()["total"] == 0, "nothing ingested"
+            assert c.get("/w/default/documents").json()["total"] == 1, "nothing ingested"
         with client(server, "rk_not-a-key") as c:
             assert c.get("/w/default/documents").status_code == 401
         assert "keyless mode" in server.log_text()

@@ -17,6 +17,8 @@ def test_pool_bounds_evicts_and_closes_idle(tmp_path):
     working_dir = tmp_path / "data"
     working_dir.mkdir()
     keys = make_keys(working_dir)
+    for ws in ("one", "two"):  # existing workspaces (a read never creates one)
+        (working_dir / ws).mkdir()
     env = {"RAGKIT_SERVER__POOL_SIZE": "1", "RAGKIT_SERVER__IDLE_TIMEOUT": "1"}
     server = Server(working_dir).start(delay=0.3, extra_env=env)
     try:

@@ -109,7 +109,7 @@ def test_bad_workspace_names_are_400_and_write_nothing(served, name):
         payload = response.read().decode()
         conn.close()
         assert response.status == 400, (path, payload)
-        assert "invalid workspace name" in payload and "1-64 letters" in payload
+        assert "invalid workspace name" in payload and "1-64 lowercase letters" in payload
     assert sorted(p.name for p in server.working_dir.parent.iterdir()) == before, "nothing beside working_dir"
     # Inside it, only workspaces (valid names) and the keys file:
     assert all(re.fullmatch(r"[A-Za-z0-9][\w-]{0,63}|server_keys\.sqlite.*", p.name) for p in server.working_dir.iterdir())
@@ -162,7 +162,7 @@ def test_keys_cli_create_list_revoke(tmp_path):
     assert run("revoke", key_id).returncode == 0
     assert "revoked" in run("list").stdout
     bad = run("create", "--workspace", "../x", "--user", "ann")
-    assert bad.returncode == 2 and "1-64 letters" in bad.stderr
+    assert bad.returncode == 2 and "1-64 lowercase letters" in bad.stderr
 
 
 def test_serve_without_the_extra_says_what_to_install(tmp_path):
