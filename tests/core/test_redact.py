@@ -17,6 +17,7 @@ import asyncio
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -129,7 +130,7 @@ ENCODED = {
     "quote": quote(ODD),
     "quote, nothing safe": quote(ODD, safe=""),
     "quote_plus": quote_plus(ODD),
-    "lower-case hex": quote(ODD, safe="").lower(),
+    "lower-case hex": re.sub("%[0-9A-F]{2}", lambda m: m[0].lower(), quote(ODD, safe="")),
     "%-encoded twice": quote(quote(ODD, safe=""), safe=""),
     "JSON": json.dumps(ODD)[1:-1],
     "JSON, slash and upper-case hex escaped": json.dumps(ODD)[1:-1].replace("/", "\\/").replace("e4", "E4"),

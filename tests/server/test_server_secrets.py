@@ -33,22 +33,27 @@ import pytest
 from server_support import Keys, Server, client, make_keys
 from ragkit.testing.http_server import Recorded, Reply
 
-KEY = "zq81/Plain+Val=7f3a9c1e5b"
+KEY = "zq81/Pl+V=7f3a9c"
 """The model key: no known shape, and / + = which every encoding writes otherwise."""
-UPSTREAM_WORDS = "the upstream refused this request"
-FORMS = {
-    "as is": KEY,
-    "quote": quote(KEY, safe=""),
-    "quote_plus": quote_plus(KEY),
-    "lower-case hex": re.sub("%[0-9A-F]{2}", lambda m: m[0].lower(), quote(KEY, safe="")),
-    "base64": base64.b64encode(KEY.encode()).decode(),
-    "base64 URL-safe unpadded": base64.urlsafe_b64encode(KEY.encode()).decode().rstrip("="),
-    "Basic auth": base64.b64encode(f"apikey:{KEY}".encode()).decode(),
-    "JSON, escaped slash": json.dumps(KEY)[1:-1].replace("/", "\\/"),
-    "JSON, every character escaped": "".join(f"\\u{ord(c):04x}" for c in KEY),
-    "%-encoded in JSON": json.dumps(quote(KEY, safe=""))[1:-1],
-}
-"""Every form the model server echoes back, by name."""
+UPSTREAM_WORDS = "upstream says no"
+
+
+def forms(key: str) -> dict[str, str]:
+    """``key`` as model servers write it back, by name."""
+    return {
+        "as is": key,
+        "quote": quote(key, safe=""),
+        "quote, slash kept": quote(key),
+        "lower-case hex": re.sub("%[0-9A-F]{2}", lambda m: m[0].lower(), quote(key, safe="")),
+        "JSON, escaped slash": json.dumps(key)[1:-1].replace("/", "\\/"),
+        "JSON, \\u escapes": key.replace("/", "\\u002f").replace("+", "\\u002B"),
+        "base64": base64.b64encode(key.encode()).decode(),
+        "base64 URL-safe unpadded": base64.urlsafe_b64encode(key.encode()).decode().rstrip("="),
+        "Basic auth": base64.b64encode(f"apikey:{key}".encode()).decode(),
+    }
+
+
+FORMS = forms(KEY)
 
 
 def _openai_server() -> type:
@@ -68,8 +73,7 @@ class EchoingModelServer(_openai_server()):  # type: ignore[misc]
         route = request.path.removeprefix(self.prefix)
         if route in self.failing:
             key = request.headers.get("authorization", "").removeprefix("Bearer ")
-            echoed = " | ".join(form.replace(KEY, key) for form in FORMS.values())
-            return self.error_reply(401, f"{UPSTREAM_WORDS} at {self.url}{route}: credentials {echoed}")
+            return self.error_reply(401, f"{echo(key)} (at {self.url}{route})")
         if route == "/chat/completions" and not (request.body or {}).get("stream"):
             return self._empty_extraction(request)
         return super()._reply(request)
@@ -79,6 +83,11 @@ class EchoingModelServer(_openai_server()):  # type: ignore[misc]
         return Reply(json={"id": "x", "object": "chat.completion", "created": 0, "model": request.body["model"],
                            "choices": [choice], "usage": {"prompt_tokens": 1, "completion_tokens": 1,
                                                           "total_tokens": 2}})
+
+
+def echo(key: str) -> str:
+    """The model server's words: the request's key in every form."""
+    return f"{UPSTREAM_WORDS}: credentials " + " | ".join(forms(key).values())
 
 
 def _model_env(url: str) -> dict[str, str | None]:
@@ -155,19 +164,48 @@ ROUTES = [
 
 
 def test_the_model_server_was_asked_and_echoed_the_key(seen):
-    """The premise: each failure went through the real client and was echoed."""
+    """The premise: each failure went through the real client and was echoed,
+    short enough that ragkit keeps every form (it cuts the server's words at
+    300 characters, after redacting them)."""
+    assert len(set(FORMS.values())) == len(FORMS) and len(echo(KEY)) < 290
     assert seen["echoed"] and all(r.headers["authorization"] == f"Bearer {KEY}" for r in seen["echoed"])
     assert seen["failed_document"]["state"] == "done" and len(seen["failed_document"]["failed"]) == 1
     assert seen["failed_job"]["state"] == "failed" and seen["failed_job"]["error"]
 
 
+def _as_read(body: str) -> str:
+    """The body, then every string in the JSON documents it holds (a JSON
+    body, NDJSON lines, SSE ``data:`` lines) as a client reads them: a form
+    with a backslash is escaped again in the raw body."""
+    strings: list[str] = []
+    for line in body.splitlines():
+        try:
+            _strings(json.loads(line.removeprefix("data: ")), strings)
+        except ValueError:
+            continue
+    return "\n".join([body, *strings])
+
+
+def _strings(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _strings(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            _strings(item, out)
+
+
 @pytest.mark.parametrize("route", ROUTES)
 def test_a_client_sees_the_cause_not_the_key_the_url_or_the_servers_words(seen, route):
-    body = seen["bodies"][route]
-    leaks = [name for name, form in FORMS.items() if form in body]
-    assert not leaks, f"{route} shows the key ({', '.join(leaks)}): {body}"
-    assert seen["model_host"] not in body, f"{route} names the model server: {body}"
-    assert UPSTREAM_WORDS not in body, f"{route} shows the model server's words: {body}"
+    body = _as_read(seen["bodies"][route])
+    shown = [f"the key ({name})" for name, form in FORMS.items() if form in body]
+    if seen["model_host"] in body:
+        shown.append("the model server's address")
+    if UPSTREAM_WORDS in body:
+        shown.append("the model server's words")
+    assert not shown, f"{route} shows {'; '.join(shown)}: {body}"
     assert "HTTP 401" in body, f"{route} does not say what failed: {body}"
 
 
