@@ -11,6 +11,7 @@
     │   │   └── DimensionMismatchError   a vector of the wrong length
     │   └── InvalidTransitionError  a document status change the lifecycle forbids
     ├── ModelError                  an LLM, embedder or reranker call failed
+    │   └── ExtractionError         the model's extraction answer cannot be read or stored
     ├── GraphEditError              a graph edit that cannot be applied as asked
     │   ├── ElementNotFoundError    the entity or relation to edit does not exist
     │   └── ElementExistsError      the entity or relation to create already exists
@@ -20,6 +21,13 @@
     └── DocumentNotFoundError       an id or path that names no stored document
 
 Messages name the problem and the fix, because they reach users of the CLI.
+
+What the HTTP API, and anyone who may read a workspace, is told is
+``public_message(error)``: a ``ModelError`` carries a second, public text
+(``error.public``: the cause in ragkit's words, without the model server's URL
+or its own words, which may echo a credential or an internal address);
+another ragkit error its message, redacted; any other exception only its type.
+The whole message goes to the server log.
 """
 
 from __future__ import annotations
@@ -66,11 +74,22 @@ class InvalidTransitionError(StoreError, ValueError):
 
 
 class ModelError(RagkitError):
-    """An LLM, embedder or reranker call failed."""
+    """An LLM, embedder or reranker call failed.
+
+    ``str(error)`` is the whole story for whoever runs ragkit: the service and
+    its URL, what the server said (redacted), the fix. ``public`` is the cause
+    alone, in ragkit's words ("the LLM server refused the credentials (HTTP
+    401)"), for clients of the HTTP API. Without one, a client learns only that
+    a model call failed.
+    """
+
+    def __init__(self, message: str, *, public: str | None = None) -> None:
+        super().__init__(message)
+        self.public = public or "a model call failed"
 
 
 class ExtractionError(ModelError):
-    """The model's extraction answer had nothing readable in it."""
+    """The model's extraction answer cannot be read or cannot be stored."""
 
 
 class GraphEditError(RagkitError, ValueError):
@@ -105,6 +124,21 @@ class DocumentNotFoundError(RagkitError, LookupError):
         self.arguments = list(arguments)
         named = ", ".join(repr(a) for a in self.arguments)
         super().__init__(f"no document has the id, or was indexed from the path, {named}")
+
+
+def public_message(exc: BaseException) -> str:
+    """What a client may be told about ``exc``: ``Type: text``, the text being
+    a ``ModelError``'s ``public``, another ragkit error's own (redacted)
+    message, or for anything else only that it was unexpected."""
+    from ragkit.redact import redact  # a store's message may quote a backend's password
+
+    if isinstance(exc, ModelError):
+        text = exc.public
+    elif isinstance(exc, RagkitError):
+        text = redact(str(exc), exc=exc)
+    else:
+        text = "unexpected error; the log has the details"
+    return f"{type(exc).__name__}: {text}"
 
 
 def describe_validation_error(exc: Exception) -> str:

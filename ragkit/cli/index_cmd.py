@@ -102,7 +102,8 @@ async def _index(args: argparse.Namespace) -> dict:
         "files": [item.__dict__ if hasattr(item, "__dict__") else item for item in loaded.items],
         "processed": len(report.processed),
         "skipped_unchanged": len(report.skipped),
-        "failed": report.failed,  # redacted where the indexer recorded them
+        # the whole errors (redacted by the indexer): the one running the CLI needs the detail
+        "failed": report.failed_details,
         "replaced": report.replaced,
         "recovered": report.recovered,
         "chunks": report.chunks,

@@ -18,7 +18,10 @@ What it does with a failure (``classify``):
   ``max_retry_after`` gives up at once instead of sleeping for an hour;
 - not retried: everything else (401, 404, 400...);
 - either way the last failure becomes a ``ModelError`` that names the service,
-  the model and the fix (``describe_failure``).
+  the model and the fix (``describe_failure``), with the server's own words;
+  its ``public`` text, all a client of ``ragkit serve`` sees, names only the
+  cause (``describe_cause``): "the LLM server refused the credentials (HTTP
+  401)", never the URL or what the server said.
 
 The client library's own retries must be off (``max_retries=0``), so that
 this is the single policy. A streamed response is retried only until its first
@@ -272,9 +275,44 @@ class Service:
     credentials_hint: str = "check the api_key option"
     """How to fix credentials, e.g. ``"set api_key in [llm.options] or OPENAI_API_KEY"``."""
     timeout: float | None = None
+    section: str = ""
+    """The settings section of the adapter (llm, embedder, reranker), for public messages."""
 
     def label(self) -> str:
         return f"{self.name} at {without_credentials(self.url)} (model {self.model!r})"
+
+    def public_name(self) -> str:
+        """The service as a public message names it: by its part, never by its URL."""
+        return _PUBLIC_NAMES.get(self.section, "the model server")
+
+    def bad_response(self, problem: str, fix: str = "") -> ModelError:
+        """A ``ModelError`` for an answer ragkit cannot use; ``problem`` is in
+        ragkit's words (counts, lengths, a missing field), so it is public."""
+        message = f"{self.label()} {problem}" + (f". Fix: {fix}" if fix else "")
+        return ModelError(message, public=f"{self.public_name()} {problem}")
+
+
+_PUBLIC_NAMES = {"llm": "the LLM server", "embedder": "the embedding server", "reranker": "the reranking server"}
+
+
+def describe_cause(failure: Failure, service: Service, attempts: int) -> str:
+    """The ``ModelError``'s public text: the cause class and the HTTP status,
+    without the URL or the server's words (which may echo a credential)."""
+    who, http = service.public_name(), f" (HTTP {failure.status})" if failure.status else ""
+    tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}"
+    within = f"within {service.timeout:g} s" if service.timeout else "in time"
+    causes: dict[Reason, str] = {
+        "auth": f"{who} refused the credentials{http}",
+        "not_found": f"{who} does not know the model or the path{http}",
+        "bad_request": f"{who} rejected the request{http}",
+        "rate_limited": f"{who} was still rate limiting{tries}{http}",
+        "server_error": f"{who} failed{tries}{http}",
+        "timeout": f"{who} did not answer {within}{tries}",
+        "connection": f"cannot connect to {who}{tries}",
+        "malformed": f"{who} answered with a body that is not valid API JSON{tries}",
+        "other": f"the call to {who} failed{tries}{http}",
+    }
+    return causes[failure.reason]
 
 
 def describe_failure(failure: Failure, service: Service, attempts: int) -> str:
@@ -393,14 +431,17 @@ class ModelCalls:
     def error(self, problem: BaseException | Failure, attempts: int) -> ModelError:
         """The ``ModelError`` for an exception or failure: what failed and how to fix it."""
         failure = problem if isinstance(problem, Failure) else classify(problem, **self._errors)
-        return ModelError(describe_failure(failure, self.service, attempts))
+        return ModelError(
+            describe_failure(failure, self.service, attempts), public=describe_cause(failure, self.service, attempts)
+        )
 
     def _broken_stream(self, exc: Exception) -> ModelError:
         failure = classify(exc, **self._errors)
         cause = f"HTTP {failure.status}" if failure.status else failure.reason.replace("_", " ")
         return ModelError(
             f"{self.service.label()} broke off a streamed answer ({cause}: {failure.detail}). "
-            "It is not retried, because part of it was already handed out: ask again"
+            "It is not retried, because part of it was already handed out: ask again",
+            public=f"{self.service.public_name()} broke off a streamed answer ({cause}); ask again",
         )
 
     async def _pause_or_raise(self, exc: Exception, attempt: int) -> None:
@@ -412,7 +453,9 @@ class ModelCalls:
             raise ModelError(
                 f"{self.service.label()} asks to retry after {failure.retry_after:.0f} s, more than "
                 f"max_retry_after = {self.policy.max_retry_after:.0f} s (HTTP {failure.status}). "
-                "Fix: check the account's quota, or raise max_retry_after"
+                "Fix: check the account's quota, or raise max_retry_after",
+                public=f"{self.service.public_name()} is rate limiting for longer than this server waits "
+                f"(HTTP {failure.status})",
             ) from exc
         self.retries += 1
         await asyncio.sleep(wait)
@@ -523,7 +566,8 @@ class RemoteModel(ModelAdapter):
 
     def service(self) -> Service:
         return Service(
-            self.service_name, self.base_url, self.model_name(), self.api_key_hint(), self.options.timeout
+            self.service_name, self.base_url, self.model_name(), self.api_key_hint(), self.options.timeout,
+            self.section,
         )
 
     def model_name(self) -> str:
@@ -617,15 +661,14 @@ def check_vectors(rows: Any, expected: int, dimension: int, service: Service) ->
     """The service's vectors as a float32 matrix, or a ``ModelError`` saying
     what is wrong with them (count, length, non-finite values)."""
     matrix = np.asarray(rows, dtype=np.float32)
-    where = service.label()
     if matrix.ndim != 2 or matrix.shape[0] != expected:
-        raise ModelError(f"{where} returned {len(matrix)} vectors for {expected} texts; check the server")
+        raise service.bad_response(f"returned {len(matrix)} vectors for {expected} texts", "check the server")
     if matrix.shape[1] != dimension:
-        raise ModelError(
-            f"{where} returned vectors of length {matrix.shape[1]}, but dimensions = {dimension}. "
-            f"Fix: set dimensions = {matrix.shape[1]} in [embedder.options] (a vector store built "
-            "with another length must be rebuilt)"
+        raise service.bad_response(
+            f"returned vectors of length {matrix.shape[1]}, but dimensions = {dimension}",
+            f"set dimensions = {matrix.shape[1]} in [embedder.options] (a vector store built "
+            "with another length must be rebuilt)",
         )
     if not np.isfinite(matrix).all():
-        raise ModelError(f"{where} returned vectors with NaN or infinite values")
+        raise service.bad_response("returned vectors with NaN or infinite values")
     return matrix

@@ -62,14 +62,17 @@ def _checked(chunk_id: str, answer: str, *, first: bool = False) -> tuple[str, P
         detail = parsed.warnings[0] if parsed.warnings else "empty answer"
         raise ExtractionError(
             f"chunk {chunk_id}: the model's answer has no readable extraction ({detail}); "
-            "it was not cached, so the document is retried on the next run"
+            "it was not cached, so the document is retried on the next run",
+            public=f"chunk {chunk_id}: the model's answer has no readable extraction; "
+            "the document is retried on the next run",
         )
     # The parser makes every field storable; this is the check that it did.
     problem = record_problem(parsed.model_dump(mode="json", include={"entities", "relations"}), "extraction")
     if problem:
         raise ExtractionError(
             f"chunk {chunk_id}: the model's answer cannot be stored ({problem}); "
-            "it was not cached, so the document is retried on the next run"
+            "it was not cached, so the document is retried on the next run",
+            public=f"chunk {chunk_id}: the model's answer cannot be stored; the document is retried on the next run",
         )
     return answer, parsed
 

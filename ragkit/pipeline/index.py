@@ -13,7 +13,9 @@ one cut short is finished by the next run.
 A document whose records no store could keep (``ragkit.core.text``) fails
 alone, before the committer writes anything of its batch, with an error naming
 the document and the cause; the other documents of the run and later runs are
-not affected.
+not affected. A failed document's stored error is ``public_message`` (readers
+of the workspace see it); the whole error, redacted, is in the report
+(``IndexReport.failed_details``) for whoever ran the indexing.
 
 A document of more than ``window_chunks`` chunks is extracted, merged and
 committed one window at a time under the same commit lock as the batches
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field
 from ragkit.core.llm_cache import CachedLLM
 from ragkit.core.stores import Stores, writes
 from ragkit.core.text import clean, record_problem
-from ragkit.errors import ExtractionError
+from ragkit.errors import ExtractionError, public_message
 from ragkit.pipeline.chunk import get_chunker
 from ragkit.pipeline.config import IndexConfig
 from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
@@ -56,6 +58,9 @@ class DocOutcome:
     chunks: list[Chunk] = field(default_factory=list)
     extractions: list[ChunkExtraction] = field(default_factory=list)
     error: str | None = None
+    """What is stored and shown to readers (``public_message``)."""
+    detail: str | None = None
+    """The whole error, redacted, for the one who runs the indexing."""
     windowed_chunks: int = 0
     """Chunks already committed window by window (then ``chunks`` is empty)."""
 
@@ -65,6 +70,10 @@ class IndexReport:
     processed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    """Document id -> the error as stored in its status, for anyone who may read it."""
+    failed_details: dict[str, str] = field(default_factory=dict)
+    """Document id -> the whole error (the model server's words, its URL), redacted:
+    for the CLI's output and the server log, never for a client or a store."""
     replaced: list[str] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)
     chunks: int = 0
@@ -215,14 +224,14 @@ class Indexer:
             self.progress("chunks_extracted", len(outcome.chunks))
             problem = unstorable(outcome.extractions)
             if problem:
-                raise ExtractionError(f"the extraction cannot be stored ({problem})")
+                raise _unstorable_error(problem)
         except Exception as exc:  # one bad document must not stop the run
-            from ragkit.redact import redact  # stored and printed: a server's error text may echo a key
+            from ragkit.redact import redact  # printed and logged: a server's error text may echo a key
 
-            error = f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, ExtractionError):  # its message names only a chunk: say which document
-                error += f" ({_named(doc)})"
-            outcome.error = redact(error, exc=exc)
+            # An extraction error names only a chunk: say which document.
+            named = f" ({_named(doc)})" if isinstance(exc, ExtractionError) else ""
+            outcome.error = public_message(exc) + named
+            outcome.detail = redact(f"{type(exc).__name__}: {exc}{named}", exc=exc)
         return outcome
 
     async def _windowed(self, doc: Document, chunks: list[Chunk] | None) -> int:
@@ -252,7 +261,7 @@ class Indexer:
         extractions = list(await asyncio.gather(*(self._extract_one(c, cache_space(doc)) for c in window)))
         problem = unstorable(extractions)
         if problem:
-            raise ExtractionError(f"the extraction cannot be stored ({problem})")
+            raise _unstorable_error(problem)
         async with self._commit_lock:
             await self._write(window, extractions)
             # After the flush: a crash from here on keeps these chunks.
@@ -316,6 +325,7 @@ class Indexer:
         await self.stores.doc_status.upsert(statuses)
         report.processed += [o.doc.id for o in ok]
         report.failed.update({o.doc.id: o.error or "" for o in failed})
+        report.failed_details.update({o.doc.id: o.detail or o.error or "" for o in failed})
         report.chunks += len(chunks) + sum(o.windowed_chunks for o in ok)
         report.dropped_rows += sum(e.dropped for e in extractions)
         self.progress("documents_committed", len(ok))
@@ -483,8 +493,16 @@ def unstorable(extractions: Sequence[ChunkExtraction]) -> str | None:
     return None
 
 
+<<<<<<< HEAD
 def _path_key(doc: Document) -> str:
     return path_key(doc.file_path, doc.metadata) or ""
+=======
+def _unstorable_error(problem: str) -> ExtractionError:
+    # ``problem`` is ragkit's check (a record path and the bad character), not
+    # the model's words: public, so a reader can tell why the document failed.
+    message = f"the extraction cannot be stored ({problem})"
+    return ExtractionError(message, public=message)
+>>>>>>> wt/secrets
 
 
 def _named(doc: Document) -> str:

@@ -1,7 +1,9 @@
 """Errors as JSON ``{"error": message}``: the message names the field and the fix.
 
 Every message passes through ``ragkit.redact`` (a backend's error may quote a
-password or a key); request values are never echoed (they may be secrets).
+password or a key); request values are never echoed (they may be secrets). A
+model's failure is a 502 that names only its cause (``public_message``); the
+whole message, with the model server's URL and words, goes to the log.
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragkit.errors import (
     DocumentNotFoundError, ElementExistsError, ElementNotFoundError, ExportError, GraphEditError,
+<<<<<<< HEAD
     InvalidValueError, RagkitError, WriteAccessError, WriterLockTimeoutError,
+=======
+    InvalidValueError, ModelError, RagkitError, WriterLockTimeoutError, public_message,
+>>>>>>> wt/secrets
 )
 from ragkit.redact import redact
 
@@ -59,8 +65,9 @@ def install(app: FastAPI) -> None:
         for kind, status in _STATUS:
             if isinstance(exc, kind):
                 return error(status, str(exc))
-        log.warning("%s on %s: %s", type(exc).__name__, request.url.path, redact(str(exc)))
-        return error(500, f"{type(exc).__name__}: {exc}")
+        log.warning("%s on %s: %s", type(exc).__name__, request.url.path, redact(str(exc), exc=exc))
+        # the model server failed, not ragkit: a bad gateway, as the chat routes say it
+        return error(502 if isinstance(exc, ModelError) else 500, public_message(exc))
 
 
 

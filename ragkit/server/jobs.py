@@ -7,6 +7,10 @@ request is answered, so a job once accepted survives a crash: on start,
 the documents the crash left ``pending`` or ``processing`` (the doc-status
 machinery). Deletes and graph edits go through the same queue (``run_write``),
 so a workspace has one writer in this process.
+
+A job's errors (``error``, ``failed``) are what its client may read
+(``public_message``: a model's cause, not its server's URL or words); the whole
+errors go to the server log.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pydantic import BaseModel, Field
 from ragkit.access import AccessList, Principal
 from ragkit.core.files import private_dir
 from ragkit.core.llm_cache import LLMStats, counting
+from ragkit.errors import public_message
 from ragkit.pipeline.load import load_documents
 from ragkit.rag import RAG
 from ragkit.redact import redact
@@ -238,9 +243,11 @@ class JobManager:
             job.state = "failed" if unreadable and not docs else "done"
             if job.state == "failed":
                 job.error = "no file could be read; `failed` says why for each"
+            for doc_id, detail in report.failed_details.items():
+                log.warning("job %s: document %s failed: %s", job.id, doc_id, detail)
         except Exception as exc:
-            log.warning("job %s failed: %s", job.id, redact(f"{type(exc).__name__}: {exc}"))
-            job.state, job.error = "failed", redact(f"{type(exc).__name__}: {exc}", exc=exc)
+            log.warning("job %s failed: %s", job.id, redact(f"{type(exc).__name__}: {exc}", exc=exc))
+            job.state, job.error = "failed", public_message(exc)
         finally:
             rag.progress = None
             progress("", 0)

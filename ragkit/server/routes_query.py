@@ -7,16 +7,19 @@ registered mode (``ppr`` included), validated by the Python API's own model.
 from __future__ import annotations
 
 import json
+import logging
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import Field
 
+from ragkit.errors import public_message
 from ragkit.redact import redact
 from ragkit.schema import QueryParam, QueryResult
 from ragkit.server.context import RequestContext, read_context
 
 router = APIRouter(prefix="/w/{workspace}", tags=["query"])
+log = logging.getLogger(__name__)
 
 
 class QueryIn(QueryParam):
@@ -68,6 +71,7 @@ async def query_stream(request: Request, body: QueryIn, ctx: RequestContext = De
                         yield json.dumps({"delta": piece}) + "\n"
                 yield json.dumps({"done": True, **_result(result)}) + "\n"
             except Exception as exc:  # the status line is sent: report in the stream
-                yield json.dumps({"error": redact(f"{type(exc).__name__}: {exc}")}) + "\n"
+                log.warning("streamed answer failed: %s", redact(f"{type(exc).__name__}: {exc}", exc=exc))
+                yield json.dumps({"error": public_message(exc)}) + "\n"
 
     return StreamingResponse(lines(), media_type="application/x-ndjson")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from dataclasses import fields
 from pathlib import Path
@@ -12,6 +13,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from ragkit.errors import public_message
 from ragkit.protocols.models import ChatRequest
 from ragkit.rag import RAG
 from ragkit.redact import redact
@@ -20,6 +22,7 @@ from ragkit.server.keys import ApiKey
 from ragkit.settings import WORKSPACE_PATTERN
 
 router = APIRouter(tags=["system"])
+log = logging.getLogger(__name__)
 
 
 @router.get("/health", summary="Liveness: the process answers (no key needed, says nothing else)")
@@ -44,7 +47,7 @@ async def ready(request: Request, key: ApiKey | None = Depends(require_key("read
     else:
         async with state.pool.lease(workspace, create=False) as rag:
             for name in (f.name for f in fields(rag.stores)):  # the stores, not the lock beside them
-                checks[name] = await _guarded(_check(getattr(rag.stores, name)))
+                checks[name] = await _guarded(_check(getattr(rag.stores, name)), name)
             models = await _models(rag, state.model_checks)
     ok = all(v == "ok" for v in checks.values()) and all(v == "ok" for v in models.values())
     return JSONResponse({"ready": ok, "stores": checks, "models": models}, status_code=200 if ok else 503)
@@ -85,7 +88,7 @@ async def _models(rag, cache: dict[str, tuple[float, str]]) -> dict[str, str]:
     for name, call in calls.items():
         at, result = cache.get(name, (0.0, ""))
         if time.monotonic() - at > MODEL_CHECK_SECONDS or result != "ok":
-            result = await _guarded(_called(call))
+            result = await _guarded(_called(call), name)
             cache[name] = (time.monotonic(), result)
         out[name] = result
     return out
@@ -96,11 +99,17 @@ async def _called(call) -> str:
     return "ok"
 
 
-async def _guarded(check) -> str:
+async def _guarded(check, name: str) -> str:
+    """"ok", or what went wrong as any read key may see it: a model's cause,
+    not its server's URL or words (``public_message``); the whole error is logged."""
     try:
         return await check
+    except TimeoutError:  # the check's own time limit: nothing from the backend to hide
+        log.warning("ready: the %s check timed out", name)
+        return "TimeoutError: no answer within the check's time limit"
     except Exception as exc:  # reported per backend; the others are still checked
-        return redact(f"{type(exc).__name__}: {exc}", exc=exc)
+        log.warning("ready: the %s check failed: %s", name, redact(f"{type(exc).__name__}: {exc}", exc=exc))
+        return public_message(exc)
 
 
 @router.get("/metrics", summary="Prometheus metrics (admin scope)", dependencies=[Depends(require_key("admin"))])

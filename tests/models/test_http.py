@@ -106,6 +106,47 @@ def test_messages_name_the_fix_and_hide_url_credentials():
     assert without_credentials("https://a:b@host/x") == "https://host/x"
 
 
+class Echoed(Exception):
+    """A failure whose text is the server's own words, URL and all."""
+
+    def __init__(self, status: int | None = None) -> None:
+        super().__init__("upstream says: key zq81-plain-secret rejected at http://10.0.0.7:8000/v1")
+        if status is not None:
+            self.response = SimpleNamespace(status_code=status, headers={})
+
+
+@pytest.mark.parametrize(
+    ("problem", "cause"),
+    [
+        (Echoed(401), "the LLM server refused the credentials (HTTP 401)"),
+        (Echoed(404), "the LLM server does not know the model or the path (HTTP 404)"),
+        (Echoed(400), "the LLM server rejected the request (HTTP 400)"),
+        (Echoed(429), "the LLM server was still rate limiting after 3 attempts (HTTP 429)"),
+        (Echoed(503), "the LLM server failed after 3 attempts (HTTP 503)"),
+        (TimeoutError("http://10.0.0.7:8000 timed out"), "the LLM server did not answer within 5 s after 3 attempts"),
+        (ConnectionError("[Errno 111] http://10.0.0.7:8000"), "cannot connect to the LLM server after 3 attempts"),
+        (Echoed(), "the call to the LLM server failed after 3 attempts"),
+    ],
+)
+def test_a_model_error_carries_a_public_cause_without_the_url_or_the_servers_words(problem, cause):
+    """``str(error)`` keeps the whole story for the CLI and the log; ``public``
+    (what ``ragkit serve`` shows a client) is ragkit's words only."""
+    service = Service("Test server", "http://10.0.0.7:8000/v1", "m", "set api_key", timeout=5, section="llm")
+    error = ModelCalls(RetryPolicy(max_retries=2), service, max_concurrency=1).error(problem, 3)
+    assert error.public == cause
+    assert "10.0.0.7:8000" in str(error)
+    if not isinstance(problem, (TimeoutError, ConnectionError)):
+        assert "upstream says" in str(error)
+
+
+def test_a_bad_response_is_public_and_a_bare_model_error_says_only_that_a_call_failed():
+    service = Service("OpenAI", "http://10.0.0.7/v1", "e", section="embedder")
+    error = service.bad_response("returned 2 vectors for 3 texts", "check the server")
+    assert error.public == "the embedding server returned 2 vectors for 3 texts"
+    assert str(error).startswith("OpenAI at http://10.0.0.7/v1") and str(error).endswith("Fix: check the server")
+    assert ModelError("model at http://10.0.0.7 said: secret").public == "a model call failed"
+
+
 # -- policy -------------------------------------------------------------------------------
 
 

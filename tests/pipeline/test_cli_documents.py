@@ -40,6 +40,9 @@ def ok(*args: str, cwd: Path) -> str:
     return out.stdout
 
 
+RATE_LIMITED = "429 Too Many Requests: retries exhausted"
+
+
 class RateLimitedLLM(ReplayLLM):
     """The replay model, except that prompts containing ``trigger`` fail."""
 
@@ -49,7 +52,7 @@ class RateLimitedLLM(ReplayLLM):
 
     async def complete(self, request: ChatRequest) -> Completion:
         if self.trigger in request.prompt:
-            raise ModelError("429 Too Many Requests: retries exhausted")
+            raise ModelError(RATE_LIMITED, public=RATE_LIMITED)  # as an adapter does: a public cause
         return await super().complete(request)
 
 

@@ -20,6 +20,9 @@ from ragkit.testing.replay import ReplayLLM, load_musique
 from ragkit.testing.snapshot import store_snapshot
 
 
+RATE_LIMITED = "429 Too Many Requests: retries exhausted"
+
+
 class FaultyLLM:
     """The replay model, except for prompts that contain a trigger word, where it
     fails the way real services do. ``healthy = True`` ends the outage."""
@@ -40,7 +43,7 @@ class FaultyLLM:
         if fault == "timeout":
             raise asyncio.TimeoutError("no answer in 60 s")
         if fault == "rate-limit":
-            raise ModelError("429 Too Many Requests: retries exhausted")
+            raise ModelError(RATE_LIMITED, public=RATE_LIMITED)  # as an adapter does: a public cause
         return Completion(text="I'm sorry, but I can't help with extracting that.")
 
     async def stream(self, request: ChatRequest):

@@ -42,6 +42,8 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, delay: float = 0.0, extra_env: dict | None = None) -> Server:
+        """``extra_env`` adds to and overrides the defaults; a ``None`` value
+        removes one (``RAGKIT_LLM__DELAY`` for an LLM without that option)."""
         self.port = self.port or free_port()  # a restart keeps its port (job URLs name it)
         env = {
             **os.environ,
@@ -53,6 +55,7 @@ class Server:
             "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
             **(extra_env or {}),
         }
+        env = {k: v for k, v in env.items() if v is not None}
         env.pop("RAGKIT_CONFIG", None)
         self.log = self.working_dir.parent / f"server-{self.port}.log"
         out = open(self.log, "ab")

@@ -9,7 +9,6 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from ragkit.errors import ModelError
 from ragkit.models import model_identity
 from ragkit.protocols.base import Capability
 from ragkit.protocols.models import ChatRequest, Completion
@@ -69,9 +68,7 @@ class OpenAIChat(OpenAIAdapter):
         params = self.params(request)
         response = await self.calls.run(lambda: self.client().chat.completions.create(**params))
         if not response.choices:
-            raise ModelError(
-                f"{self.calls.service.label()} answered with no choices; check the server's logs"
-            )
+            raise self.calls.service.bad_response("answered with no choices", "check the server's logs")
         usage = response.usage
         recorded = self.usage.record(
             request.role, getattr(usage, "prompt_tokens", 0), getattr(usage, "completion_tokens", 0)

@@ -17,7 +17,6 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from ragkit.errors import ModelError
 from ragkit.models import RemoteModel, RemoteOptions, model_identity
 
 FLAVORS: dict[str, dict[str, Any]] = {
@@ -134,11 +133,11 @@ class RerankAPI(RemoteModel):
         return response.json()
 
     def _read_scores(self, payload: Any, count: int) -> list[float]:
-        where = self.calls.service.label()
+        service = self.calls.service
         results = payload.get("results", payload.get("data")) if isinstance(payload, dict) else None
         if not isinstance(results, list):
-            raise ModelError(
-                f"{where} answered without a 'results' list; is path {self.options.path!r} a rerank endpoint?"
+            raise service.bad_response(
+                "answered without a 'results' list", f"check that path {self.options.path!r} is a rerank endpoint"
             )
         scores: list[float | None] = [None] * count
         for item in results:
@@ -152,9 +151,9 @@ class RerankAPI(RemoteModel):
                 scores[index] = float(score)
         if None in scores:
             got = sum(s is not None for s in scores)
-            raise ModelError(
-                f"{where} scored {got} of {count} documents. Fix: set batch_size at or below the "
-                "server's limit on documents per request (or on top_n)"
+            raise service.bad_response(
+                f"scored {got} of {count} documents",
+                "set batch_size at or below the server's limit on documents per request (or on top_n)",
             )
         return scores  # type: ignore[return-value]
 

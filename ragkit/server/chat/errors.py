@@ -6,8 +6,9 @@ turns it, FastAPI's validation errors, the context dependency's
 the protocol's official client understands (OpenAI: ``{"error": {"message",
 "type", "param", "code"}}``; Ollama: ``{"error": "..."}``), with the status
 and headers kept. The app's own ``HTTPException`` messages are kept as they
-are; ragkit's and the model's pass through ``redact``; an unexpected error is
-logged and answered without its text. An error type the app registered a
+are; ragkit's pass through ``redact``; a model's failure is answered with its
+cause only (``ModelError.public``), its whole message logged; an unexpected
+error is logged and answered without its text. An error type the app registered a
 handler for is left to that handler.
 """
 
@@ -95,8 +96,8 @@ def as_chat_error(exc: Exception) -> ChatError:
     if isinstance(exc, InvalidValueError):
         return ChatError(400, redact(str(exc)))
     if isinstance(exc, ModelError):
-        log.warning("chat: the model failed: %s", redact(str(exc)))
-        return ChatError(502, f"the model failed: {redact(str(exc))}")
+        log.warning("chat: the model failed: %s", redact(str(exc), exc=exc))
+        return ChatError(502, f"the model failed: {exc.public}")
     if isinstance(exc, (ConfigError, RagkitError)):
         log.warning("chat: %s", redact(str(exc)))
         return ChatError(500, redact(str(exc)))
