@@ -493,16 +493,15 @@ def unstorable(extractions: Sequence[ChunkExtraction]) -> str | None:
     return None
 
 
-<<<<<<< HEAD
 def _path_key(doc: Document) -> str:
     return path_key(doc.file_path, doc.metadata) or ""
-=======
+
+
 def _unstorable_error(problem: str) -> ExtractionError:
     # ``problem`` is ragkit's check (a record path and the bad character), not
     # the model's words: public, so a reader can tell why the document failed.
     message = f"the extraction cannot be stored ({problem})"
     return ExtractionError(message, public=message)
->>>>>>> wt/secrets
 
 
 def _named(doc: Document) -> str:

@@ -17,11 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragkit.errors import (
     DocumentNotFoundError, ElementExistsError, ElementNotFoundError, ExportError, GraphEditError,
-<<<<<<< HEAD
-    InvalidValueError, RagkitError, WriteAccessError, WriterLockTimeoutError,
-=======
-    InvalidValueError, ModelError, RagkitError, WriterLockTimeoutError, public_message,
->>>>>>> wt/secrets
+    InvalidValueError, ModelError, RagkitError, WriteAccessError, WriterLockTimeoutError, public_message,
 )
 from ragkit.redact import redact
 
