@@ -307,7 +307,7 @@ class RAG:
         load and index reports. ``access``: who may read the inputs that carry
         no list of their own (``ragkit.access``; none: everyone, or the list a
         document already had)."""
-        loaded = load_documents(_inputs(texts, paths, documents))
+        loaded = load_documents(_inputs(texts, paths, documents), limits=self.settings.loaders)
         docs = loaded.documents
         if access is not None:
             docs = [d if d.access is not None else d.model_copy(update={"access": access}) for d in docs]
