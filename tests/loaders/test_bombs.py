@@ -1,6 +1,6 @@
 """Hostile files against the loaders' bounds (``ragkit.loaders.archive``):
 zip bombs, a zip whose directory lies about sizes, too many entries, XML
-entity bombs and an external-entity read. Each is a real file
+entity bombs and an external-entity read, a PDF bomb. Each is a real file
 (``ragkit.testing.bombs``); each fails alone naming the bound, a genuine file
 of the same type beside it still loads, and reading the bomb costs this
 process far less memory than the bomb inflates to (peak RSS, reset before).
@@ -21,9 +21,10 @@ from ragkit.loaders import LoaderError, load_bytes
 from ragkit.loaders.limits import LoaderLimits
 from ragkit.pipeline.load import load_documents
 from ragkit.testing.bombs import (
-    BILLION_LAUGHS, MAIN_PART, entity_file, lie_about_size, many_entries, normal_file, peak_growth, replace_part,
-    xxe_doctype, zip_bomb,
+    BILLION_LAUGHS, MAIN_PART, entity_file, lie_about_size, many_entries, normal_file, pdf_bomb, peak_growth,
+    replace_part, xxe_doctype, zip_bomb,
 )
+from ragkit.testing.documents import write_pdf
 
 MiB = 1 << 20
 FORMATS = (".epub", ".docx", ".pptx", ".xlsx")
@@ -146,3 +147,15 @@ def test_the_libraries_own_parsers_expand_no_entity(tmp_path):
     _, grown = peak_growth(parse_all)
     assert grown < MAX_GROWTH
 
+
+def test_a_pdf_bomb_fails_naming_pypdfs_limit(tmp_path):
+    """1 GiB of content stream in a 1 MiB PDF: pypdf stops inflating at 75 MB."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    bomb = pdf_bomb(folder / "bomb.pdf", 1 << 30)
+    write_pdf(folder / "fine.pdf", [[("p", "The PDF lantern of the Okapi vault is teal.")]])
+    report, grown = peak_growth(lambda: load_documents([folder]))
+    items = outcomes(report)
+    assert items["bomb.pdf"].outcome == "failed" and "pypdf's limit" in items["bomb.pdf"].message
+    assert items["fine.pdf"].outcome == "loaded"
+    assert bomb.stat().st_size < 2 * MiB and grown < 256 * MiB, (bomb.stat().st_size, grown >> 20)
