@@ -26,6 +26,12 @@ class ServerSettings(BaseModel):
     """Most workspaces open at once; the least recently used idle one is closed for a new one."""
     idle_timeout: float = Field(default=600.0, gt=0)
     """Seconds an unused workspace stays open."""
+    loader_memory_bytes: int = Field(default=2 * 1024**3, ge=256 * 1024**2)
+    """Address space the process loading an upload's files may use (its
+    RLIMIT_AS): a file whose loader needs more fails alone, the server lives on.
+    The ``[loaders]`` bounds stop known bombs well below it; this catches the rest."""
+    loader_timeout: float = Field(default=300.0, gt=0)
+    """Seconds one file's loader may take before its process is stopped and the file fails alone."""
 
 
 def keys_path(working_dir: Path, server: ServerSettings) -> Path:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ragkit.access import AccessList
-from ragkit.pipeline.load import load_documents
+from ragkit.pipeline.load_isolated import load_documents_isolated
 from ragkit.rag import RAG
 from ragkit.redact import redact
 from ragkit.server.pool import WorkspacePool
@@ -189,10 +189,10 @@ class JobManager:
 
         rag.progress = progress
         try:
-            docs = self._documents(job)
+            docs = await self._documents(job)
             kwargs = {"access": _access(job.access)} if job.access else {}
             _, report = await rag.ainsert(documents=docs, **kwargs)
-            job.processed, job.skipped, job.failed = report.processed, report.skipped, report.failed
+            job.processed, job.skipped, job.failed = report.processed, report.skipped, {**job.failed, **report.failed}
             job.documents_done = len(report.processed) + len(report.skipped) + len(report.failed)
             job.state = "done"
         except Exception as exc:
@@ -205,11 +205,19 @@ class JobManager:
             self.save(job)
         shutil.rmtree(self.upload_dir(job), ignore_errors=True)  # the content is in the stores now
 
-    def _documents(self, job: Job) -> list:
+    async def _documents(self, job: Job) -> list:
         folder = self.upload_dir(job)
-        loaded = load_documents([folder / i.file for i in job.inputs])
+        settings = self.pool.settings
+        # Off the event loop, each loader in a child process: a file that exhausts
+        # memory or hangs fails alone, and /health and queries keep answering.
+        loaded = await asyncio.to_thread(
+            load_documents_isolated, [folder / i.file for i in job.inputs], limits=settings.loaders,
+            memory_bytes=settings.server.loader_memory_bytes, timeout_s=settings.server.loader_timeout)
         by_path = {str(folder / i.file): i.name for i in job.inputs}
         docs = [d.model_copy(update={"file_path": by_path.get(d.file_path or "")}) for d in loaded.documents]
+        # A file its loader refused (over a bound, damaged) is named, not dropped.
+        job.failed.update({by_path.get(i.path) or Path(i.path).name: i.message
+                           for i in loaded.items if i.outcome == "failed"})
         job.documents = len(docs)
         return docs
 
