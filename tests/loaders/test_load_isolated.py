@@ -6,7 +6,7 @@ child), and this process's memory does not move.
 The test loaders below are module-level classes: the child imports them by
 name, as it imports a registered plugin's. Troubleshooting: "cannot be
 imported by the loading process" means the child's sys.path lacks this
-folder (pytest's rootdir insertion, passed on by multiprocessing's spawn)."""
+folder (pytest's rootdir insertion, which the child gets as the parent's sys.path)."""
 
 from __future__ import annotations
 
@@ -125,6 +125,20 @@ def test_a_bomb_past_raised_bounds_is_stopped_by_the_memory_limit(tmp_path):
     assert items["bomb.epub"].outcome == "failed" and "[server] loader_memory_bytes" in items["bomb.epub"].message
     assert items["fine.pptx"].outcome == "loaded"
     assert grown < 64 * MiB, f"the parent grew by {grown >> 20} MiB"
+
+
+def test_the_caller_needs_no_main_guard(tmp_path):
+    """The child is not multiprocessing's spawn: a script read from stdin (no
+    file to import again, no ``__main__`` guard) loads files isolated too."""
+    import subprocess
+    import sys
+
+    normal_file(tmp_path / "f.docx")
+    script = ("from pathlib import Path; from ragkit.pipeline.load_isolated import load_documents_isolated; "
+              f"r = load_documents_isolated([Path({str(tmp_path / 'f.docx')!r})], memory_bytes={MEMORY}, timeout_s=60); "
+              "print(r.items[0].outcome)")
+    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "loaded", done.stderr[-2000:]
 
 
 def test_the_report_is_the_one_load_documents_gives(tmp_path):
