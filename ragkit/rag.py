@@ -317,7 +317,7 @@ class RAG:
         (``ragkit.pipeline.identity``), so a submission never changes or
         reveals a document the principal may not read. The report then covers
         the submitted documents only."""
-        loaded = load_documents(_inputs(texts, paths, documents))
+        loaded = load_documents(_inputs(texts, paths, documents), limits=self.settings.loaders)
         docs = loaded.documents
         await self.aopen()
         if principal is not None:

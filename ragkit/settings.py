@@ -18,7 +18,8 @@ Environment (``__`` separates nesting levels): ``RAGKIT_WORKSPACE``,
 (``RAGKIT_GRAPH=neo4j``) and ``RAGKIT_<SECTION>__<OPTION>`` for one option
 (``RAGKIT_LLM__API_KEY=...``); ``RAGKIT_INDEX__CHUNK_SIZE=800`` and
 ``RAGKIT_INDEX__EXTRACT__GLEANING=1`` for the ``[index]`` section, ``RAGKIT_LOCK__TIMEOUT=30``
-for ``[lock]``, ``RAGKIT_SERVER__PORT=9700`` for ``[server]``. Option and
+for ``[lock]``, ``RAGKIT_SERVER__PORT=9700`` for ``[server]``,
+``RAGKIT_LOADERS__MAX_DECOMPRESSED_BYTES=...`` for ``[loaders]``. Option and
 ``[index]`` values that parse as JSON (numbers, booleans, lists) are taken as
 such, anything else as a string.
 
@@ -47,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from ragkit.core.lock import LockSettings
 from ragkit.errors import ConfigError, describe_validation_error
+from ragkit.loaders.limits import LoaderLimits
 from ragkit.pipeline.config import IndexConfig
 from ragkit.plugins.kinds import SECTION_KINDS
 from ragkit.redact import register_secret
@@ -63,9 +65,10 @@ WORKSPACE_RULE = (
     "use 1-64 lowercase letters, digits, '_' or '-', starting with a letter or digit "
     "(lowercase only: 'W1' and 'w1' would be one folder on a case-insensitive filesystem)"
 )
-_NESTED = ("index", "server", "lock")
+_NESTED = ("index", "server", "lock", "loaders")
 """Settings that are sections of plain fields, set one value at a time
-(``RAGKIT_INDEX__CHUNK_SIZE``, ``RAGKIT_SERVER__PORT``, ``RAGKIT_LOCK__TIMEOUT``)."""
+(``RAGKIT_INDEX__CHUNK_SIZE``, ``RAGKIT_SERVER__PORT``, ``RAGKIT_LOCK__TIMEOUT``,
+``RAGKIT_LOADERS__MAX_ENTRIES``)."""
 
 
 def check_workspace(value: str) -> str:
@@ -116,6 +119,7 @@ class Settings(BaseModel):
     index: IndexConfig = Field(default_factory=IndexConfig)
     server: ServerSettings = Field(default_factory=ServerSettings)
     lock: LockSettings = Field(default_factory=LockSettings)
+    loaders: LoaderLimits = Field(default_factory=LoaderLimits)
 
     @field_validator("workspace")
     @classmethod

@@ -87,7 +87,7 @@ async def _index(args: argparse.Namespace) -> dict:
     rag = RAG(settings)
     from ragkit.pipeline.load import load_documents
 
-    loaded = load_documents(_as_paths(args.paths))
+    loaded = load_documents(_as_paths(args.paths), limits=settings.loaders)
     access = _access(args)
     documents = [d.model_copy(update={"access": access}) for d in loaded.documents] if access else loaded.documents
     progress = ProgressLine(len(loaded.documents), lambda: rag._cached_llm.stats if rag._cached_llm else None)
@@ -143,7 +143,7 @@ async def _dry_run(args: argparse.Namespace) -> dict:
     from ragkit.pipeline.load import load_documents
 
     settings = load_settings(args.config).settings
-    loaded = load_documents(_as_paths(args.paths))
+    loaded = load_documents(_as_paths(args.paths), limits=settings.loaders)
     rag = RAG(settings)
     model_id = rag.llm.llm.model_id  # the configured model, or the offline default
     embedded = all(getattr(settings, kind).name == name for kind, name in EMBEDDED.items())

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ragkit.errors import RagkitError
+from ragkit.loaders.limits import LoaderLimits
 from ragkit.schema import Document, JSONScalar, PageUnit, Segment
 
 DOCUMENTS_EXTRA = "pip install 'ragkit[documents]'"
@@ -108,6 +109,10 @@ class Loader:
     """Modules the loader imports; when one is missing, files of its type fail
     with ``install`` as the fix instead of the CLI failing."""
     install: ClassVar[str] = DOCUMENTS_EXTRA
+    limits: LoaderLimits = LoaderLimits()
+    """How far a file may inflate (``[loaders]``); the load stage sets the
+    configured bounds on the instance it uses. A loader reading a zip opens it
+    with ``ragkit.loaders.archive.SafeZip(data, self.limits)``."""
 
     def sniff(self, data: bytes) -> bool:
         """Whether the bytes are of this loader's format whatever the file is named."""

@@ -1,5 +1,10 @@
 """HTML (selectolax) and EPUB (zipfile + the same HTML reader).
 
+An EPUB's entries are read through ``SafeZip`` (the ``[loaders]`` bounds, no
+XML entity declarations). selectolax is an HTML parser: it expands no DTD
+entity and fetches nothing, so the package document and chapters are safe to
+parse once read.
+
 Main content: the page's ``<main>`` or ``<article>`` if it has one, else the
 body without navigation, header, footer, aside, forms and scripts. Headings
 give each paragraph its section. A page with nothing left (all navigation) is
@@ -8,11 +13,11 @@ not indexed, with the reason.
 
 from __future__ import annotations
 
-import io
 import posixpath
 import re
 import zipfile
 
+from ragkit.loaders.archive import SafeZip
 from ragkit.loaders.base import Loaded, Loader, LoaderError, TextBuilder
 
 _BOILERPLATE = "nav, header, footer, aside, form, script, style, noscript, template, svg, iframe, button"
@@ -100,8 +105,8 @@ class EpubLoader(Loader):
 
     def load(self, data: bytes, name: str) -> Loaded:
         try:
-            with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                chapters = [zf.read(path) for path in _spine(zf)]
+            with SafeZip(data, self.limits) as book:
+                chapters = [book.read(path) for path in _spine(book)]
         except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
             raise LoaderError(f"corrupt EPUB ({type(exc).__name__}: {str(exc)[:120]}): export or download it again") from None
         builder = TextBuilder()
@@ -112,16 +117,16 @@ class EpubLoader(Loader):
         return Loaded(builder.text(), builder.segments, "page", len(chapters))
 
 
-def _spine(zf: zipfile.ZipFile) -> list[str]:
+def _spine(book: SafeZip) -> list[str]:
     """Chapter paths in reading order, from the package document the container names."""
     from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
-    container = HTMLParser(zf.read("META-INF/container.xml").decode("utf-8", "replace"))
+    container = HTMLParser(book.read("META-INF/container.xml").decode("utf-8", "replace"))
     rootfile = container.css_first("rootfile")
     opf_path = rootfile.attributes.get("full-path") if rootfile else None
     if not opf_path:
         raise KeyError("META-INF/container.xml names no package document")
-    opf = HTMLParser(zf.read(opf_path).decode("utf-8", "replace"))
+    opf = HTMLParser(book.read(opf_path).decode("utf-8", "replace"))
     base = posixpath.dirname(opf_path)
     items = {i.attributes.get("id"): i.attributes.get("href") for i in opf.css("item")}
     order = [items.get(r.attributes.get("idref")) for r in opf.css("itemref")]

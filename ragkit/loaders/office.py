@@ -3,6 +3,11 @@
 All three are ZIP packages (OOXML); ``sniff`` tells them apart by the main part
 the package holds, so a document named wrongly is still read by the right loader.
 A damaged package fails with "re-save it"; it never stops the run.
+
+The libraries open the package themselves, so ``load`` first streams every
+entry through ``SafeZip`` (``ragkit.loaders.archive`` says what that stops):
+a package over the ``[loaders]`` bounds, or with an XML part declaring
+entities, fails before a library reads it.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import io
 import zipfile
 
+from ragkit.loaders.archive import SafeZip, entry_bound
 from ragkit.loaders.base import Loaded, Loader, LoaderError, TextBuilder
 
 
@@ -17,9 +23,11 @@ OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 """Compound File Binary: 97-2003 Office files, and encrypted OOXML ones."""
 
 
-def ooxml_part(data: bytes) -> str | None:
-    """``word``, ``ppt`` or ``xl``: the kind of OOXML package ``data`` is, or ``None``."""
-    if not data.startswith(b"PK\x03\x04"):
+def ooxml_part(data: bytes, max_entries: int = 10_000) -> str | None:
+    """``word``, ``ppt`` or ``xl``: the kind of OOXML package ``data`` is, or
+    ``None`` (also for a zip of more than ``max_entries`` entries, whose
+    directory is not read; its extension still finds the loader, which says why)."""
+    if not data.startswith(b"PK\x03\x04") or entry_bound(data) > max_entries:
         return None
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -46,7 +54,7 @@ class _Office(Loader):
     kind: str = ""
 
     def sniff(self, data: bytes) -> bool:
-        return ooxml_part(data) == self.part
+        return ooxml_part(data, self.limits.max_entries) == self.part
 
     def load(self, data: bytes, name: str) -> Loaded:
         if data.startswith(OLE_MAGIC):
@@ -56,6 +64,8 @@ class _Office(Loader):
                 f"save it as {self.extensions[0]} in {self.kind} or LibreOffice, and index the copy"
             )
         try:
+            with SafeZip(data, self.limits) as package:
+                package.verify(xml=_parsed_as_xml)
             return self.read(io.BytesIO(data))
         except LoaderError:
             raise
@@ -64,6 +74,11 @@ class _Office(Loader):
 
     def read(self, stream: io.BytesIO) -> Loaded:
         raise NotImplementedError
+
+
+def _parsed_as_xml(name: str) -> bool:
+    """The parts the libraries parse as XML are named so by OPC convention."""
+    return name.lower().endswith((".xml", ".rels"))
 
 
 class DocxLoader(_Office):
@@ -156,11 +171,16 @@ class XlsxLoader(_Office):
     description = "Excel workbooks: each sheet's rows as text with the headers repeated (openpyxl)"
     extensions = (".xlsx", ".xlsm")
     media_types = ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",)
-    requires = ("openpyxl",)
+    requires = ("openpyxl", "defusedxml")  # openpyxl parses sheets with the standard library's XML
+    # parser, which expands entities (up to 100-fold); with defusedxml installed it forbids them.
     part, kind = "xl", "Excel"
 
     def read(self, stream: io.BytesIO) -> Loaded:
         import openpyxl
+
+        if not openpyxl.DEFUSEDXML:
+            raise LoaderError("openpyxl is running without defusedxml (OPENPYXL_DEFUSEDXML is set to something "
+                              "other than True), so its XML parser would expand entities: unset OPENPYXL_DEFUSEDXML")
 
         # read_only streams the rows instead of building every cell object.
         book = openpyxl.load_workbook(stream, read_only=True, data_only=True)

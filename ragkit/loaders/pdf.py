@@ -3,7 +3,13 @@
 Pages are read one at a time and only their text is kept, so memory grows with
 the text, not with the parsed pages (benchmarks/large_pdf.py measures it).
 No OCR: a page without a text layer is reported, and a file with none fails
-with the fix (an OCR loader plugin, or OCR the file first)."""
+with the fix (an OCR loader plugin, or OCR the file first).
+
+Decompression bombs: pypdf (6.8 and later, the ``documents`` extra's floor)
+stops every stream filter that can inflate far (Flate, LZW, RunLength) at
+75 MB of output and raises ``LimitReachedError``; the file then fails alone
+naming that limit. Time is not bounded here: the server loads files in a child
+process with a timeout (``ragkit.pipeline.load_isolated``)."""
 
 from __future__ import annotations
 
@@ -30,7 +36,7 @@ class PdfLoader(Loader):
 
     def load(self, data: bytes, name: str) -> Loaded:
         import pypdf
-        from pypdf.errors import PdfReadError
+        from pypdf.errors import LimitReachedError, PdfReadError
 
         try:
             reader = pypdf.PdfReader(io.BytesIO(data))
@@ -52,6 +58,12 @@ class PdfLoader(Loader):
                     empty.append(number + 1)
         except LoaderError:
             raise
+        except LimitReachedError as exc:
+            raise LoaderError(
+                f"a stream in the PDF inflates past pypdf's limit (75 MB by default; {str(exc)[:120]}): a decompression "
+                "bomb, or a PDF too unusual to index; the file is not read. The limit is pypdf's own "
+                "(pypdf.Configuration, or pypdf.filters in pypdf 6): raise it in a loader plugin if the file is genuine"
+            ) from None
         except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
             raise LoaderError(
                 f"not a readable PDF ({type(exc).__name__}: {str(exc)[:120]}); "

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ragkit.loaders.base import Loaded, Loader, LoaderError
+from ragkit.loaders.limits import LoaderLimits
 from ragkit.schema import Document
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
@@ -102,10 +103,11 @@ def supported_types(registry: Any = None) -> list[str]:
     return sorted(out)
 
 
-def load_bytes(data: bytes, filename: str, registry: Any = None) -> Loaded:
+def load_bytes(data: bytes, filename: str, registry: Any = None, limits: LoaderLimits | None = None) -> Loaded:
     """Read one file's bytes as ``filename`` (whose extension counts): with the
     loader that claims it, else as UTF-8 text. Raises ``LoaderError`` naming the
-    cause and the fix (for an upload: answer 415/422 with its message)."""
+    cause and the fix (for an upload: answer 415/422 with its message).
+    ``limits``: the ``[loaders]`` bounds (default: their defaults)."""
     loader = detect(filename, data, registry)
     if loader is None:
         from ragkit.pipeline.load import TEXT_EXTENSIONS, _decode
@@ -118,15 +120,18 @@ def load_bytes(data: bytes, filename: str, registry: Any = None) -> Loaded:
             raise LoaderError(f"binary file: {decoded.binary}")
         return Loaded(decoded.text)
     loader.check_available()
+    if limits is not None:
+        loader.limits = limits
     loaded = loader.load(data, filename)
     loaded.loader = loader.name
     return loaded
 
 
-def load_document(data: bytes, filename: str, registry: Any = None, **metadata: Any) -> Document:
+def load_document(data: bytes, filename: str, registry: Any = None, limits: LoaderLimits | None = None,
+                  **metadata: Any) -> Document:
     """``load_bytes`` as a ``Document`` to index (``file_path=filename``), with
     its pages and sections; ``metadata`` joins the loader's (``loader``, ``pages``)."""
-    loaded = load_bytes(data, filename, registry)
+    loaded = load_bytes(data, filename, registry, limits)
     if not loaded.text.strip():
         raise LoaderError("the file holds no text")
     return loaded.document(filename, **metadata)

@@ -19,6 +19,11 @@ Rules (decisions, in one place):
   loader whose library is missing says which extra to install, and HTML or CSV
   then load as plain text. Inside a folder those are summed up in one item per folder
   input, so a folder of images does not bury the report.
+- A file over the ``[loaders]`` bounds (``limits``: how far a zip-based file
+  may inflate, ``ragkit.loaders.archive``) fails alone naming the bound. How a
+  loader is run is the caller's (``run``): in this process by default, in a
+  child process with memory and time limits for the server
+  (``ragkit.pipeline.load_isolated``).
 - Folders are walked depth-first with the entries of each folder sorted by name,
   so the order of documents is the same on every run and machine. Hidden
   entries (name starts with ".") are ignored inside folders, but a hidden path
@@ -49,13 +54,19 @@ import re
 import stat
 import threading
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ragkit.core.text import shown_name
 from ragkit.schema import Document
+
+if TYPE_CHECKING:
+    from ragkit.loaders import Loaded, Loader
+    from ragkit.loaders.limits import LoaderLimits
+
+    RunLoader = Callable[[Loader, bytes, str], Loaded]
 
 TEXT_EXTENSIONS: frozenset[str] = frozenset(
     {
@@ -102,11 +113,18 @@ def load_documents(
     *,
     max_files: int | None = None,
     extensions: Collection[str] = TEXT_EXTENSIONS,
+    limits: LoaderLimits | None = None,
+    run: RunLoader | None = None,
 ) -> LoadReport:
-    """Load every input; ``max_files`` caps how many files are read in total."""
+    """Load every input; ``max_files`` caps how many files are read in total.
+    ``limits``: the ``[loaders]`` bounds (default: their defaults). ``run(loader,
+    data, name)`` reads one file's bytes with its loader, raising ``LoaderError``
+    for a file it cannot read (default: ``loader.load`` in this process)."""
+    from ragkit.loaders.limits import LoaderLimits
+
     if max_files is not None and max_files < 0:
         raise ValueError(f"max_files must be >= 0, got {max_files}")
-    loader = _Loader(max_files, frozenset(e.lower() for e in extensions))
+    loader = _Loader(max_files, frozenset(e.lower() for e in extensions), limits or LoaderLimits(), run or _run)
     for n, item in enumerate(inputs, start=1):
         if isinstance(item, Document):
             loader.add_text(item.content, item.file_path or f"<document #{n}>", document=item)
@@ -239,10 +257,15 @@ class _Folder:
     ancestors: tuple[tuple[int, int], ...]
 
 
+def _run(loader: Loader, data: bytes, name: str) -> Loaded:
+    return loader.load(data, name)
+
+
 class _Loader:
-    def __init__(self, max_files: int | None, extensions: frozenset[str]) -> None:
+    def __init__(self, max_files: int | None, extensions: frozenset[str], limits: LoaderLimits, run: RunLoader) -> None:
         from ragkit.loaders.registry import extensions as loader_extensions
 
+        self.limits, self.run = limits, run
         self.report = LoadReport()
         self.max_files = max_files
         self.extensions = extensions | loader_extensions()
@@ -375,7 +398,8 @@ class _Loader:
             return ""
         try:
             loader.check_available()
-            loaded = loader.load(data, path.name)
+            loader.limits = self.limits
+            loaded = self.run(loader, data, path.name)
         except MissingDependency as exc:
             if path.suffix.lower() in TEXT_EXTENSIONS:  # HTML, CSV: still readable as text
                 return f"read as plain text: {exc}"

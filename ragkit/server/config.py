@@ -45,6 +45,12 @@ class ServerSettings(BaseModel):
     """Seconds an unused workspace stays open."""
     job_attempts: int = Field(default=3, ge=1)
     """Starts of an ingestion job before one the server keeps stopping in is marked failed."""
+    loader_memory_bytes: int = Field(default=2 * 1024**3, ge=256 * 1024**2)
+    """Address space the process loading an upload's files may use (its
+    RLIMIT_AS): a file whose loader needs more fails alone, the server lives on.
+    The ``[loaders]`` bounds stop known bombs well below it; this catches the rest."""
+    loader_timeout: float = Field(default=300.0, gt=0)
+    """Seconds one file's loader may take before its process is stopped and the file fails alone."""
 
     @field_validator("allowed_hosts", "allowed_origins", mode="before")
     @classmethod

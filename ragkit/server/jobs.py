@@ -32,7 +32,7 @@ from ragkit.access import AccessList, Principal
 from ragkit.core.files import private_dir
 from ragkit.core.llm_cache import LLMStats, counting
 from ragkit.errors import public_message
-from ragkit.pipeline.load import load_documents
+from ragkit.pipeline.load_isolated import load_documents_isolated
 from ragkit.rag import RAG
 from ragkit.redact import redact
 from ragkit.server.pool import WorkspacePool
@@ -230,7 +230,7 @@ class JobManager:
 
         rag.progress = progress
         try:
-            docs, unreadable = self._documents(job)
+            docs, unreadable = await self._documents(job)
             kwargs: dict[str, Any] = {"access": _access(job.access)} if job.access else {}
             if job.principal is not None:
                 kwargs["principal"] = job.principal
@@ -255,11 +255,16 @@ class JobManager:
             self.save(job)
         shutil.rmtree(self.upload_dir(job), ignore_errors=True)  # the content is in the stores now
 
-    def _documents(self, job: Job) -> tuple[list, dict[str, str]]:
+    async def _documents(self, job: Job) -> tuple[list, dict[str, str]]:
         """The job's documents under the names the client gave, and the files
         that could not be read: name -> why (the CLI's per-file report)."""
         folder = self.upload_dir(job)
-        loaded = load_documents([folder / i.file for i in job.inputs])
+        settings = self.pool.settings
+        # Off the event loop, each loader in a child process: a file that exhausts
+        # memory or hangs fails alone, and /health and queries keep answering.
+        loaded = await asyncio.to_thread(
+            load_documents_isolated, [folder / i.file for i in job.inputs], limits=settings.loaders,
+            memory_bytes=settings.server.loader_memory_bytes, timeout_s=settings.server.loader_timeout)
         by_path = {str(folder / i.file): i.name for i in job.inputs}
         docs = [d.model_copy(update={"file_path": by_path.get(d.file_path or "")}) for d in loaded.documents]
         shown = {str(folder / i.file): i.name or f"texts[{n}]" for n, i in enumerate(job.inputs)}
