@@ -14,8 +14,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ragkit import ids
 from ragkit.access import Principal
-from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.llm_cache import CachedLLM, LLMStats, counting
 from ragkit.core.scope import Restrictor, Scope, resolve_scope
 from ragkit.core.stores import Stores
 from ragkit.core.tokens import request_tokens
@@ -60,7 +61,7 @@ class Querier:
         mode = self._mode(param)
         run = _Run(param)
         scope = await resolve_scope(self.stores, param.doc_ids, param.doc_filter, principal)
-        run.cache_scope = scope.key if scope is not None else None
+        run.cache_for(scope, principal)
         if not mode.retrieves:
             return await self._answer(question, param, run, build_bypass_request(
                 question, history=param.history, response_type=param.response_type, language=param.language
@@ -94,12 +95,12 @@ class Querier:
         return get_registry().get("query_mode", param.mode)()
 
     async def _keywords(self, question: str, param: QueryParam, run: _Run) -> Keywords:
-        before = self.llm.stats.cache_hits["keywords"] if self.llm else 0
-        keywords = await extract_keywords(
-            question, high=param.high_level_keywords, low=param.low_level_keywords,
-            llm=self.llm, language=param.language,
-        )
-        if self.llm and self.llm.stats.cache_hits["keywords"] > before:
+        with counting(LLMStats()) as usage:  # this query's hits, not a concurrent one's
+            keywords = await extract_keywords(
+                question, high=param.high_level_keywords, low=param.low_level_keywords,
+                llm=self.llm, language=param.language, cache_scope=run.asker,
+            )
+        if usage.cache_hits["keywords"]:
             run.cache_hits.append("keywords")
         return keywords
 
@@ -179,11 +180,10 @@ class Querier:
             result.stream = self._stream(request, result, run)
             return run.finish(result)
         use_cache = not param.history  # a conversation's answers depend on more than this request
-        hits = self.llm.stats.cache_hits["answer"]
-        with run.stage("answer"):
-            # Answers are kept per scope: one principal's never serves another's.
+        with run.stage("answer"), counting(LLMStats()) as usage:
+            # Answers are kept per scope and asker: one principal's never serves another's.
             result.answer = await self.llm.complete(request, use_cache=use_cache, scope=run.cache_scope)
-        if self.llm.stats.cache_hits["answer"] > hits:
+        if usage.cache_hits["answer"]:
             run.cache_hits.append("answer")
         return run.finish(result)
 
@@ -207,7 +207,17 @@ class _Run:
         self.cache_hits: list[str] = []
         self.meta: dict = {}
         self.cache_scope: str | None = None
+        """Names what answers are cached apart for: the scope and the asker."""
+        self.asker: str | None = None
+        """Names the principal that asks: keywords depend on the question only,
+        but a cache hit would tell it that another principal asked the same."""
         self.started = time.perf_counter()
+
+    def cache_for(self, scope: Scope | None, principal: Principal | None) -> None:
+        if principal is not None:
+            self.asker = ids.digest("asker", principal.user, *sorted(principal.groups))
+        parts = [p for p in (scope.key if scope is not None else None, self.asker) if p]
+        self.cache_scope = ids.digest(*parts) if len(parts) > 1 else (parts[0] if parts else None)
 
     @contextmanager
     def stage(self, name: str):

@@ -74,12 +74,15 @@ async def extract_keywords(
     low: list[str] | None = None,
     llm: CachedLLM | None = None,
     language: str = "English",
+    cache_scope: str | None = None,
 ) -> Keywords:
+    """``cache_scope``: the extracted keywords are cached apart for it (a
+    principal's: a hit must not tell it that someone else asked the same)."""
     if high or low:
         return Keywords(high_level=_clean(high or []), low_level=_clean(low or []), source="user")
     warnings: list[str] = []
     if llm is not None:
-        answer = await llm.complete(build_keywords_request(question, language))
+        answer = await llm.complete(build_keywords_request(question, language), scope=cache_scope)
         found_high, found_low, warnings = parse_keywords(answer)
         if found_high or found_low:
             return Keywords(high_level=found_high, low_level=found_low, source="llm", warnings=warnings)
