@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, help="entities and relations per search")
     p.add_argument("--max-total-tokens", type=int, help="budget of the whole answer prompt")
     p.add_argument("--json", action="store_true", help="the whole result as JSON")
+    p.add_argument("--as-user", metavar="NAME", help="answer as this user reads: from the documents it may read only")
+    p.add_argument("--as-group", action="append", dest="as_groups", metavar="NAME",
+                   help="a group of --as-user (repeatable)")
     p.set_defaults(run="ragkit.cli.query_cmd")
 
     p = sub.add_parser("status", help="documents by status, graph size")

@@ -1,4 +1,4 @@
-"""``ragkit query "..." --mode mix [--stream] [--context-only] [--json] [--doc ID]...``"""
+"""``ragkit query "..." --mode mix [--stream] [--context-only] [--json] [--doc ID]... [--as-user U [--as-group G]...]``"""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import argparse
 import asyncio
 import sys
 
+from ragkit.access import Principal
 from ragkit.cli.output import print_json
 from ragkit.core.text import shown_name
+from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.rag import RAG
 from ragkit.schema import QueryParam, QueryResult
 from ragkit.settings import load_settings
@@ -26,10 +28,24 @@ def _param(args: argparse.Namespace) -> QueryParam:
     return QueryParam(**{k: v for k, v in values.items() if v is not None})
 
 
+def _principal(args: argparse.Namespace) -> Principal | None:
+    """``--as-user``/``--as-group``: the Python API's ``principal=`` (what a key
+    of that user and groups would see over HTTP)."""
+    if args.as_user is None:
+        if args.as_groups:
+            raise ConfigError("--as-group needs --as-user: a principal is a user and its groups")
+        return None
+    try:
+        return Principal(user=args.as_user, groups=frozenset(args.as_groups or ()))
+    except ValueError as exc:
+        raise ConfigError(f"--as-user/--as-group: {describe_validation_error(exc)}") from None
+
+
 async def _query(args: argparse.Namespace) -> QueryResult:
+    principal = _principal(args)
     rag = RAG(load_settings(args.config).settings)
     async with rag:
-        result = await rag.aquery(args.question, _param(args))
+        result = await rag.aquery(args.question, _param(args), principal=principal)
         if result.stream is not None:
             async for piece in result.stream:
                 sys.stdout.write(piece)

@@ -77,3 +77,22 @@ async def test_a_changed_file_keeps_its_access_list(tmp_path):
         assert "two" in (await rag.stores.full_docs.get_many([record.id]))[0]["content"]
         assert record.access == AccessList(groups=["exec"])
         assert (await rag.adocuments(principal=BOB)).documents == []
+
+
+def test_query_as_a_user_and_groups_from_the_command_line(tmp_path):
+    """``ragkit query --as-user U --as-group G``: the CLI's ``principal=``."""
+    (tmp_path / "hr").mkdir()
+    (tmp_path / "hr" / "pay.txt").write_text("Salaries at Acme Corp rise under the Orchid Plan.\n")
+    (tmp_path / "open.txt").write_text("Acme Corp sells anvils.\n")
+    assert ragkit("index", "hr", "--allow-group", "hr", cwd=tmp_path).returncode == 0
+    assert ragkit("index", "open.txt", cwd=tmp_path).returncode == 0
+    question = ("query", "What does Acme Corp do?", "--mode", "naive", "--context-only")
+    everything = ragkit(*question, cwd=tmp_path)
+    outsider = ragkit(*question, "--as-user", "dan", cwd=tmp_path)
+    insider = ragkit(*question, "--as-user", "erin", "--as-group", "hr", cwd=tmp_path)
+    assert "Orchid" in everything.stdout and "Orchid" in insider.stdout, (everything.stderr, insider.stderr)
+    assert outsider.returncode == 0 and "anvils" in outsider.stdout and "Orchid" not in outsider.stdout
+    lone = ragkit(*question, "--as-group", "hr", cwd=tmp_path)
+    assert lone.returncode == 2 and "--as-user" in lone.stderr
+    bad = ragkit(*question, "--as-user", " padded", cwd=tmp_path)
+    assert bad.returncode == 2 and "--as-user" in bad.stderr
