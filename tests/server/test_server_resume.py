@@ -46,12 +46,16 @@ def test_killed_server_resumes_and_loses_nothing(tmp_path):
 
 
 def _kill_mid_job(server: Server, key: str, url: str) -> dict:
-    with client(server, key) as c:
-        deadline = time.monotonic() + 60
-        while (job := c.get(url).json())["state"] != "running" or job["chunks"] == 0:
-            assert time.monotonic() < deadline and job["state"] != "done", {k: v for k, v in job.items() if k not in ("processed", "files", "skipped")}
-            time.sleep(0.05)
-    server.stop(signal.SIGKILL)
+    """The job once it is extracting, and the server killed then (or stopped,
+    whatever goes wrong: a failing test leaves no server behind)."""
+    try:
+        with client(server, key) as c:
+            deadline = time.monotonic() + 60
+            while (job := c.get(url).json())["state"] != "running" or job["chunks"] == 0:
+                assert time.monotonic() < deadline and job["state"] != "done", job["state"]
+                time.sleep(0.05)
+    finally:
+        server.stop(signal.SIGKILL)
     return job
 
 
