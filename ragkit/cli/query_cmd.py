@@ -31,12 +31,13 @@ def _param(args: argparse.Namespace) -> QueryParam:
 def _principal(args: argparse.Namespace) -> Principal | None:
     """``--as-user``/``--as-group``: the Python API's ``principal=`` (what a key
     of that user and groups would see over HTTP)."""
-    if args.as_user is None:
-        if args.as_groups:
+    user, groups = getattr(args, "as_user", None), getattr(args, "as_groups", None)  # callers building args by hand
+    if user is None:
+        if groups:
             raise ConfigError("--as-group needs --as-user: a principal is a user and its groups")
         return None
     try:
-        return Principal(user=args.as_user, groups=frozenset(args.as_groups or ()))
+        return Principal(user=user, groups=frozenset(groups or ()))
     except ValueError as exc:
         raise ConfigError(f"--as-user/--as-group: {describe_validation_error(exc)}") from None
 
