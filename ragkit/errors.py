@@ -17,6 +17,7 @@
     │   └── ElementExistsError      the entity or relation to create already exists
     ├── ExportError                 an export format or target ragkit cannot write
     ├── WriterLockTimeoutError      another process kept the workspace's writer lock too long
+    ├── WriterLeaseLostError        this process lost the writer lock mid-write (it stalled)
     ├── WriteAccessError            a principal's write that would hide its result from itself
     └── DocumentNotFoundError       an id or path that names no stored document
 
@@ -115,6 +116,14 @@ class ExportError(RagkitError, ValueError):
 class WriterLockTimeoutError(RagkitError, TimeoutError):
     """Another process held the workspace's writer lock for longer than
     ``lock.timeout``; the message names the holder (pid, host, since)."""
+
+
+class WriterLeaseLostError(RagkitError):
+    """This process lost the workspace's writer lock while writing (it stalled
+    for longer than ``lock.lease_ttl``, or its lock file was removed): the
+    write was refused before it reached a store, and so is every later write
+    of the same hold. What it left half done is redone by the next run's
+    recovery."""
 
 
 class DocumentNotFoundError(RagkitError, LookupError):

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 import ragkit
-from ragkit.errors import RagkitError, WriterLockTimeoutError
+from ragkit.errors import RagkitError, WriterLeaseLostError, WriterLockTimeoutError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -154,7 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ragkit.redact import redact  # a model server's error text may echo a key
 
         print(f"ragkit: error: {redact(str(exc))}", file=sys.stderr)
-        return 3 if isinstance(exc, WriterLockTimeoutError) else 2  # 3: busy, retry later
+        # 3: busy, retry later (another writer holds the lock, or took it from this stalled one)
+        return 3 if isinstance(exc, (WriterLockTimeoutError, WriterLeaseLostError)) else 2
     except BrokenPipeError:
         # The reader went away (`ragkit query ... | head`): not an error of ours.
         import os

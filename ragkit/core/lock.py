@@ -4,16 +4,29 @@ Indexing, deleting, graph edits and ``check --repair`` take it through
 :meth:`ragkit.core.stores.Stores.writing`; readers (queries, listings, export,
 ``check`` without repair) never take it and never write.
 
-Where the lock lives is decided by the doc-status store, the authority for
-which documents exist: a store that can hold a lease itself (a server that every
-process of the workspace shares) returns one from ``writer_lease()``; for the
-others (the embedded SQLite store), it is a file lock beside the workspace's
-files, ``<working_dir>/<workspace>/.writer.lock``.
+Where the lock lives (``lease_for``): in the first store that can hold a lease
+for every process of the workspace (a server they all share) and offers one from
+``writer_lease()``, asking the doc-status store first (the authority for which
+documents exist), then the graph, KV and vector stores; when none does (the
+embedded stores), a file lock beside the workspace's files,
+``<working_dir>/<workspace>/.writer.lock``. The rules a lease follows are
+``ragkit.protocols.lease``'s.
 
 Stale locks. A file lock is an OS lock (``flock``; ``msvcrt.locking`` on
 Windows): the OS drops it when its holder exits, however it dies. A server lease
 expires ``lease_ttl`` seconds after its holder's last heartbeat (renewed every
 third of that), and only its owner (a random token) can renew or release it.
+
+Fencing. A holder that stalls longer than ``lease_ttl`` (a blocked event loop,
+a paused or suspended process) loses its lease to the next writer, and must
+not write after it wakes up. So every store write made under the lock first
+asks ``WriterLock.check`` (the stores' ``fence``), which renews the lease (one
+compare-and-extend): the write goes ahead only if this process still holds
+it, and a holder that lost it gets ``WriterLeaseLostError`` from that write
+and every later one of the same hold, and its stores drop what they had not
+saved yet. Writes made outside a hold (a query caching an answer) are not the
+holder's and are not checked. A file lock cannot be lost by stalling; its
+check only sees whether the lock file was removed or replaced.
 
 A second writer waits, saying once on stderr (a warning of this module's logger)
 who holds the lock, and after ``timeout`` seconds raises
@@ -26,22 +39,23 @@ import asyncio
 import contextlib
 import logging
 import os
-import secrets
-import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import datetime, timezone
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragkit.core.files import private_dir
-from ragkit.errors import WriterLockTimeoutError
+from ragkit.errors import WriterLeaseLostError, WriterLockTimeoutError
+from ragkit.protocols.lease import Holder, Lease
 
 if TYPE_CHECKING:
-    from ragkit.protocols.doc_status import DocStatusStore
+    from ragkit.protocols.base import BaseStore
+
+__all__ = ["FileLease", "Holder", "Lease", "LockSettings", "WriterLock", "lease_for"]
 
 log = logging.getLogger(__name__)
 
@@ -61,47 +75,22 @@ class LockSettings(BaseModel):
     died frees the workspace after this)."""
 
 
-class Holder(BaseModel):
-    """Who holds (or wants) the lock; stored with it so a waiter can name it."""
-
-    pid: int = Field(default_factory=os.getpid)
-    host: str = Field(default_factory=socket.gethostname)
-    since: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    what: str = "write"
-    token: str = Field(default_factory=lambda: secrets.token_hex(16))
-
-    def describe(self) -> str:
-        return f"{self.what} (pid {self.pid} on {self.host}) since {self.since}"
-
-    def encode(self) -> bytes:
-        return self.model_dump_json().encode()
-
-    @classmethod
-    def decode(cls, data: bytes | str | None) -> Holder | None:
-        if not data:
-            return None
-        try:
-            return cls.model_validate_json(data)
-        except ValueError:  # written half-way, or by something else
-            return None
-
-
-class Lease(Protocol):
-    """One workspace's lock as a backend holds it."""
-
-    where: str
-    """Where the lock is, for messages (a file path, a server and key)."""
-    heartbeat: bool
-    """Whether ``renew`` must be called while the lease is held."""
-
-    async def acquire(self, holder: Holder, ttl: float) -> bool: ...
-    async def holder(self) -> Holder | None: ...
-    async def renew(self, holder: Holder, ttl: float) -> bool: ...
-    async def release(self, holder: Holder) -> None: ...
+_WRITES: ContextVar[tuple[tuple[WriterLock, Holder], ...]] = ContextVar("ragkit_writes", default=())
+"""The holds the running task writes under (each lock with the holder it had
+when the write began): tasks a write starts inherit them, readers have none."""
 
 
 class FileLease:
-    """An OS lock on ``<workspace dir>/.writer.lock``, holding its holder's JSON."""
+    """An OS lock on ``<workspace dir>/.writer.lock``, holding its holder's JSON.
+
+    The OS keeps it until it is released or the process exits, so a stalled
+    holder cannot lose it to another process. It can be lost only if the file
+    is removed or replaced while held (a cleanup deleting the workspace folder
+    or the lock file): a second process would then lock a new file. ``renew``
+    sees that (the path no longer names the locked file) and the holder stops.
+    On a network file system a lock can also be lost with the client's lease
+    on the server; use a server lease there (docs/architecture.md).
+    """
 
     heartbeat = False
 
@@ -131,7 +120,14 @@ class FileLease:
             return None
 
     async def renew(self, holder: Holder, ttl: float) -> bool:
-        return self._fd is not None
+        fd = self._fd
+        if fd is None:
+            return False
+        try:
+            locked, named = os.fstat(fd), os.stat(self.path)
+        except OSError:  # the lock file was removed
+            return False
+        return (locked.st_dev, locked.st_ino) == (named.st_dev, named.st_ino)
 
     async def release(self, holder: Holder) -> None:
         fd, self._fd = self._fd, None
@@ -166,6 +162,7 @@ class WriterLock:
     Writes running concurrently in this process (tasks on the stores' loop)
     share one hold: the first takes the lock, the last releases it. A write
     nested in another (an edit that re-merges through the indexer) is free.
+    It is also every store's ``fence`` (``check``): see the module docstring.
     """
 
     def __init__(self, lease: Lease, settings: LockSettings | None = None) -> None:
@@ -177,6 +174,8 @@ class WriterLock:
         self._holder: Holder | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self.lost = False
+        """The lease was lost during the current (or last) hold: nothing more
+        is written under it, and unsaved writes are discarded, not flushed."""
 
     @property
     def held(self) -> bool:
@@ -200,13 +199,15 @@ class WriterLock:
                 await self._acquire(what)
                 try:
                     if on_acquired is not None:
-                        await on_acquired()
+                        with self._writing():
+                            await on_acquired()
                 except BaseException:
                     await self._release()
                     raise
             self._users += 1
         try:
-            yield
+            with self._writing():
+                yield
         finally:
             async with self._gate:  # so a write starting meanwhile takes the lock after this release
                 self._users -= 1
@@ -248,13 +249,65 @@ class WriterLock:
                 log.warning("could not renew the writer lease %s: %s", self.lease.where, exc)
                 continue
             if not renewed:
-                self.lost = True
-                log.error(
-                    "the writer lease %s expired while this process held it (stalled longer than "
-                    "lock.lease_ttl = %gs): another writer may have started; run `ragkit check` after",
-                    self.lease.where, ttl,
-                )
+                self._lose(me)
                 return
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Mark what runs inside (and the tasks it starts) as writes of this hold."""
+        assert self._holder is not None
+        token = _WRITES.set((*_WRITES.get(), (self, self._holder)))
+        try:
+            yield
+        finally:
+            _WRITES.reset(token)
+
+    async def check(self) -> None:
+        """The fence every store asks before a write (``BaseStore.fence``).
+
+        A write of a hold of this lock goes ahead only when the lease is still
+        this hold's: renewed now (one compare-and-extend), it lasts
+        ``lease_ttl`` more seconds. Otherwise ``WriterLeaseLostError``, for this
+        write and every later one of the hold. Other writes (not made inside
+        ``hold``, such as a query caching an answer) pass unchecked."""
+        mine = next((holder for lock, holder in reversed(_WRITES.get()) if lock is self), None)
+        if mine is None:
+            return
+        if self.lost or self._holder is not mine:
+            raise self._lost_error(mine)
+        # Every time, not "recently confirmed": a clock can miss a stall (a
+        # suspended machine), the lease's server cannot.
+        if not await self.lease.renew(mine, self.settings.lease_ttl):
+            self._lose(mine)
+            raise self._lost_error(mine)
+
+    def _lose(self, me: Holder) -> None:
+        if self._holder is me and not self.lost:
+            self.lost = True
+            log.error(
+                "this process lost the writer lock %s while it held it: %s; nothing more is written under it",
+                self.lease.where, self._why(),
+            )
+
+    def _why(self) -> str:
+        if self.lease.heartbeat:
+            return (
+                f"it stalled for longer than lock.lease_ttl = {self.settings.lease_ttl:g}s (a blocked event "
+                "loop, a paused or suspended process) and another writer may have taken over"
+            )
+        return "its lock file was removed or replaced, so another writer may have locked a new one"
+
+    def _lost_error(self, me: Holder) -> WriterLeaseLostError:
+        fix = (
+            "if such stalls are expected, raise lock.lease_ttl (RAGKIT_LOCK__LEASE_TTL)"
+            if self.lease.heartbeat
+            else "never remove the lock file (or the workspace's folder) while a writer runs"
+        )
+        return WriterLeaseLostError(
+            f"this process lost the writer lock of the workspace ({self.lease.where}) during its "
+            f"{me.what} begun {me.since}: {self._why()}. Nothing more was written; what it left half "
+            f"done is redone by the next `ragkit index` (recovery). Fix: run it again; {fix}"
+        )
 
     async def _release(self) -> None:
         holder, self._holder = self._holder, None
@@ -266,25 +319,35 @@ class WriterLock:
         if holder is not None:
             await self.lease.release(holder)
 
-    async def try_hold_now(self, what: str) -> bool:
-        """Take the lock only if it is free right now (used by close, which
-        must never wait); release with :meth:`release_now`."""
+    @contextlib.asynccontextmanager
+    async def hold_if_free(self, what: str) -> AsyncIterator[bool]:
+        """Hold the lock for the block only if it is free right now (used by
+        close, which must never wait); yields whether it is held. Writes in the
+        block are fenced like those of ``hold``."""
         if self._users or self._holder is not None:
-            return False
+            yield False
+            return
         me = Holder(what=what)
-        if not await self.lease.acquire(me, self.settings.lease_ttl):
-            return False
-        self._holder = me
-        return True
+        ttl = self.settings.lease_ttl
+        if not await self.lease.acquire(me, ttl):
+            yield False
+            return
+        self._holder, self.lost = me, False
+        if self.lease.heartbeat:
+            self._heartbeat = asyncio.ensure_future(self._beat(me, ttl))
+        try:
+            with self._writing():
+                yield True
+        finally:
+            await self._release()
 
-    async def release_now(self) -> None:
-        await self._release()
 
-
-def lease_for(doc_status: DocStatusStore) -> Lease:
-    """The doc-status store's own lease if it offers one, else the file lock."""
-    lease = doc_status.writer_lease()
-    if lease is not None:
-        return lease
-    config = doc_status.config
+def lease_for(first: BaseStore, *others: BaseStore) -> Lease:
+    """The lease of the first store that offers one (``first``, the doc-status
+    store, then ``others`` in order), else the file lock of ``first``'s workspace."""
+    for store in (first, *others):
+        lease = store.writer_lease()
+        if lease is not None:
+            return lease
+    config = first.config
     return FileLease(Path(config.working_dir) / config.workspace / LOCK_FILENAME)

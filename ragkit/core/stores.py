@@ -1,5 +1,8 @@
 """The stores one workspace uses, opened and closed together, and the
-workspace's writer lock (:mod:`ragkit.core.lock`) that every write holds."""
+workspace's writer lock (:mod:`ragkit.core.lock`) that every write holds: it
+lives in the first store that offers a lease (doc status, graph, then the
+others) or in a file beside the workspace, and every store asks it before
+each write (its ``fence``), so a writer that lost it writes nothing more."""
 
 from __future__ import annotations
 
@@ -81,7 +84,10 @@ class Stores:
         return stores
 
     def __post_init__(self) -> None:
-        self.lock = WriterLock(lease_for(self.doc_status), LockSettings())
+        others = [s for s in self.all() if s is not self.doc_status and s is not self.graph]
+        self.lock = WriterLock(lease_for(self.doc_status, self.graph, *others), LockSettings())
+        for store in self.all():
+            store.fence = self.lock  # every write under the lock checks it still holds it
         for store in self._file_stores():
             store.compact_on_close = False  # close() below compacts, under the lock
 
@@ -100,9 +106,19 @@ class Stores:
                 yield
             finally:
                 if self.lock.sole:  # the last write out: what a failed one left unsaved is saved under the lock
-                    for store in self._file_stores():
-                        if store.is_open:
-                            await store.flush()
+                    await self._save_or_discard()
+
+    async def _save_or_discard(self) -> None:
+        """Flush the stores that keep writes in memory, or, when this process
+        lost the lock (another writer may be at work), drop what they kept."""
+        if self.lock.lost:
+            for store in self.all():
+                if store.is_open:
+                    await store.discard()
+            return
+        for store in self._file_stores():
+            if store.is_open:
+                await store.flush()
 
     async def refresh(self) -> None:
         """Reload the in-memory stores whose files another process changed
@@ -132,14 +148,16 @@ class Stores:
         writer lock is free right now: a snapshot is rewritten under the lock
         only, so a closing process never undoes or cuts off another's writes."""
         wrote = [s for s in self._file_stores() if s.is_open and s.wants_compaction]
-        if not wrote or not await self.lock.try_hold_now("compact"):
+        if not wrote:
             return
-        try:
-            await self.refresh()  # another writer wrote since: its files are newer, and are its to compact
-            for store in wrote:
-                if store.wants_compaction:
-                    await store.compact()
-        except Exception as exc:  # the journal stays: nothing is lost, the next writer compacts
-            log.warning("compacting at close failed: %s", exc)
-        finally:
-            await self.lock.release_now()
+        async with self.lock.hold_if_free("compact") as held:
+            if not held:
+                return
+            try:
+                await self.refresh()  # another writer wrote since: its files are newer, and are its to compact
+                for store in wrote:
+                    if store.wants_compaction:
+                        await self.lock.check()  # a compaction rewrites files: fenced like a write
+                        await store.compact()
+            except Exception as exc:  # the journal stays: nothing is lost, the next writer compacts
+                log.warning("compacting at close failed: %s", exc)

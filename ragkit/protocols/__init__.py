@@ -7,6 +7,7 @@ from ragkit.protocols.base import BaseStore, Capability, NoOptions, StoreConfig,
 from ragkit.protocols.doc_status import DocStatusStore
 from ragkit.protocols.graph import EdgeKey, GraphStore, edge_key
 from ragkit.protocols.kv import KVStore
+from ragkit.protocols.lease import Fence, Holder, Lease
 from ragkit.protocols.models import (
     LLM,
     ChatRequest,
@@ -28,9 +29,12 @@ __all__ = [
     "DocStatusStore",
     "EdgeKey",
     "Embedder",
+    "Fence",
     "GraphStore",
+    "Holder",
     "KVStore",
     "LLM",
+    "Lease",
     "Message",
     "ModelAdapter",
     "NoOptions",

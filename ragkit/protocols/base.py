@@ -40,6 +40,20 @@ tests that check each, ``python -m ragkit.testing.contracts --rules``):
   once, even while other records are deleted between two items; a record
   deleted during the scan may or may not appear (paging by offset breaks this:
   page by key).
+- [store.fence.checked] With a ``fence`` set (the workspace's writer lock,
+  ``ragkit.protocols.lease``), every write (``upsert``, ``delete``,
+  ``transition``, the graph's node and edge writes, ``flush``, ``drop``) asks
+  ``fence.check()`` once it has validated its arguments and before anything
+  reaches the backend; when the check raises, the write raises that error and
+  changes nothing. Reads never ask. The base classes do this, so no adapter
+  can forget it (an override made with ``@bypass_template`` must call
+  ``await self._fenced()`` itself).
+- [store.discard.unflushed] ``discard()`` drops every write not yet durable,
+  in memory too: afterwards ``close()`` saves nothing more, and what a new
+  instance reads is what it read before ``discard()``. ``close()`` discards by
+  itself when its fence says the lock was lost (``fence.lost``). Stores that
+  apply every write when it returns have nothing to drop (the default); a
+  store that keeps writes until ``flush`` implements ``_discard``.
 
 Template methods. Every public method of a store protocol is concrete here and
 in the kind's base class (``KVStore``, ``VectorStore``, ...): it checks the
@@ -59,11 +73,14 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragkit.errors import ConfigError, StoreClosedError, describe_validation_error
+
+if TYPE_CHECKING:
+    from ragkit.protocols.lease import Fence, Lease
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")
 
@@ -191,10 +208,15 @@ class BaseStore(ABC):
 
     Hooks of the lifecycle (all optional but ``_drop``): ``_open`` connects or
     loads, ``_flush`` makes writes durable, ``_close`` releases (by default it
-    flushes), ``_drop`` deletes this workspace's and namespace's data. They run
-    only when the lifecycle allows: ``_open`` on a closed store, the others on
-    an open one.
+    flushes), ``_discard`` drops writes not yet durable, ``_drop`` deletes this
+    workspace's and namespace's data. They run only when the lifecycle allows:
+    ``_open`` on a closed store, the others on an open one.
     """
+
+    fence: Fence | None = None
+    """Asked before every write [store.fence.checked]; set by whoever runs the
+    store under the workspace's writer lock (``ragkit.core.stores.Stores``),
+    ``None`` for a store used alone."""
 
     name: ClassVar[str] = ""
     """Registered name, e.g. ``"sqlite"``."""
@@ -265,23 +287,51 @@ class BaseStore(ABC):
     async def flush(self) -> None:
         """Make every write so far durable [store.flush.durable]."""
         self._check_open()
+        await self._fenced()
         await self._flush()
 
     @template("_close")
     async def close(self) -> None:
         """Flush, then release connections; no-op when closed. The instance can
         be opened again. When ``_close`` fails the store stays open, so nothing
-        not yet saved is thrown away."""
+        not yet saved is thrown away. When the fence says the writer lock was
+        lost, nothing more is saved: unsaved writes are discarded first
+        [store.discard.unflushed]."""
         if not self._is_open:
             return
+        if self.fence is not None and self.fence.lost:
+            await self._discard()
         await self._close()
         self._is_open = False
+
+    @template("_discard")
+    async def discard(self) -> None:
+        """Drop every write not yet durable, in memory too [store.discard.unflushed]:
+        this process lost the writer lock, so they must never reach the backend."""
+        self._check_open()
+        await self._discard()
 
     @template("_drop")
     async def drop(self) -> None:
         """Delete everything of this workspace and namespace; the store stays open."""
         self._check_open()
+        await self._fenced()
         await self._drop()
+
+    def writer_lease(self) -> Lease | None:
+        """Optional hook: the workspace's writer lock (``ragkit.core.lock``) as
+        a lease in this store's server, for stores that every process of the
+        workspace shares, wherever it runs (rules: ``ragkit.protocols.lease``).
+        ``None`` (the default): the store cannot hold one. The core asks the
+        doc-status store first, then the graph, KV and vector stores; when none
+        offers a lease, the lock is a file lock beside the workspace's files."""
+        return None
+
+    async def _fenced(self) -> None:
+        """Ask the fence before a write reaches the backend [store.fence.checked]."""
+        fence = self.fence
+        if fence is not None:
+            await fence.check()
 
     async def _open(self) -> None:
         """Hook of ``open()``: connect or load. Release what it took if it fails."""
@@ -292,6 +342,11 @@ class BaseStore(ABC):
     async def _close(self) -> None:
         """Hook of ``close()``: flush (the default), then release connections."""
         await self._flush()
+
+    async def _discard(self) -> None:
+        """Hook of ``discard()``; nothing to do for stores that apply every write
+        when it returns. A store that keeps writes until ``flush`` forgets them
+        here (and reloads what is durable)."""
 
     @abstractmethod
     async def _drop(self) -> None:
@@ -374,6 +429,7 @@ class KeyedStore(BaseStore):
         self._check_open()
         wanted = unique_keys(ids)
         if wanted:
+            await self._fenced()
             await self._delete(wanted)
 
     @template("_count")

@@ -6,7 +6,7 @@ import json
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -19,9 +19,6 @@ from ragkit.schema import (
     DocStatusRecord,
     utcnow,
 )
-
-if TYPE_CHECKING:
-    from ragkit.core.lock import Lease
 
 
 class StatusRow(NamedTuple):
@@ -84,6 +81,7 @@ class DocStatusStore(KeyedStore):
         self._check_open()
         rows = {row.id: row for row in map(status_row, records)}  # the last of an id wins
         if rows:
+            await self._fenced()
             await self._upsert(list(rows.values()))
 
     @template("_counts")
@@ -91,13 +89,6 @@ class DocStatusStore(KeyedStore):
         self._check_open()
         found = {DocStatus(s): int(n) for s, n in (await self._counts()).items()}
         return {status: found.get(status, 0) for status in DocStatus}
-
-    def writer_lease(self) -> Lease | None:
-        """Optional hook: the workspace's writer lock (``ragkit.core.lock``)
-        as a lease in this store's server, for stores that processes on several
-        machines share. ``None`` (the default): a file lock beside the
-        workspace's files, right for stores kept in those files."""
-        return None
 
     @template("_list_page")
     async def list_page(
@@ -131,6 +122,7 @@ class DocStatusStore(KeyedStore):
             raise InvalidValueError(f"unknown document status {to!r}") from exc
         if not storable_key(id):
             raise InvalidTransitionError(f"document {id!r} has no status record; upsert it first")
+        await self._fenced()
         return await self._transition(id, to, error)
 
     async def _count(self) -> int:

@@ -78,6 +78,7 @@ class GraphStore(BaseStore):
             check_node_id(n): check_properties(f"node {n!r}", props) for n, props in nodes.items()
         }
         if checked:
+            await self._fenced()
             await self._upsert_nodes(checked)
 
     @template("_upsert_edges")
@@ -98,6 +99,7 @@ class GraphStore(BaseStore):
             # (b, a) later in the batch replaces (a, b), as a second upsert would.
             checked[edge_key(a, b)] = check_properties(f"edge ({a!r}, {b!r})", props)
         if checked:
+            await self._fenced()
             await self._upsert_edges(checked)
 
     @template("_delete_nodes")
@@ -105,6 +107,7 @@ class GraphStore(BaseStore):
         self._check_open()
         wanted = _node_ids(ids)
         if wanted:
+            await self._fenced()
             await self._delete_nodes(wanted)
 
     @template("_delete_edges")
@@ -112,6 +115,7 @@ class GraphStore(BaseStore):
         self._check_open()
         keys = list(dict.fromkeys(k for k in map(_asked_key, pairs) if k is not None))
         if keys:
+            await self._fenced()
             await self._delete_edges(keys)
 
     # -- reads ---------------------------------------------------------------

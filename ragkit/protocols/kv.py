@@ -63,6 +63,7 @@ class KVStore(KeyedStore):
         # The whole batch is validated and serialised before anything is written.
         encoded = {key: encode_record(key, value) for key, value in records.items()}
         if encoded:
+            await self._fenced()
             await self._upsert(encoded)
 
     @template("_keys")

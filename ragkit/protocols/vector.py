@@ -90,6 +90,7 @@ class VectorStore(KeyedStore):
         self._check_open()
         checked = self.check_upsert(ids, vectors, metadata)
         if checked is not None:
+            await self._fenced()
             await self._upsert(*checked)
 
     @template("_query")

@@ -17,7 +17,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragkit.errors import (
     DocumentNotFoundError, ElementExistsError, ElementNotFoundError, ExportError, GraphEditError,
-    InvalidValueError, ModelError, RagkitError, WriteAccessError, WriterLockTimeoutError, public_message,
+    InvalidValueError, ModelError, RagkitError, WriteAccessError, WriterLeaseLostError, WriterLockTimeoutError,
+    public_message,
 )
 from ragkit.redact import redact
 
@@ -44,6 +45,9 @@ _STATUS = [
     # another process (a CLI run, another worker) holds the workspace's writer
     # lock past [lock] timeout: busy, not broken, so the client may retry
     (WriterLockTimeoutError, 503),
+    # this worker stalled past [lock] lease_ttl and another writer took over:
+    # nothing more of the request was written; a retry runs after that writer
+    (WriterLeaseLostError, 503),
 ]
 
 

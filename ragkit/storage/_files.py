@@ -531,6 +531,11 @@ class JournaledStore:
     def _forget(self) -> None:
         """Drop the in-memory state (after close)."""
 
+    async def _discard(self) -> None:
+        # The writer lock was lost: what is only in memory must never be
+        # saved. Reloading the files forgets it (and what was saved stays).
+        await self._open()  # type: ignore[attr-defined]
+
     @property
     def wants_compaction(self) -> bool:
         """Unsaved changes, or a journal this session appended to."""

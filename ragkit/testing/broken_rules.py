@@ -1,7 +1,8 @@
-"""One deliberately broken adapter per protocol rule issue 19 added: each
-subclasses a reference adapter and breaks exactly the rule named by its
-``violates`` attribute, the way a real backend tends to (a case-folding
-collation, an OFFSET scan, a ``>`` pushed down for ``min_score``...).
+"""One deliberately broken adapter per protocol rule issue 19 added (and the
+writer lock's rules since): each subclasses a reference adapter and breaks
+exactly the rule named by its ``violates`` attribute, the way a real backend
+tends to (a case-folding collation, an OFFSET scan, a ``>`` pushed down for
+``min_score``, a lease renewed without comparing its owner...).
 ``tests/testing/test_rules_catch_broken.py`` runs the matching contract
 against each and asserts that the tests checking that rule fail.
 
@@ -14,6 +15,7 @@ registered as plugins.
 from __future__ import annotations
 
 import asyncio
+import time
 import unicodedata
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, ClassVar
@@ -24,6 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragkit.protocols.base import Capability, bypass_template
 from ragkit.protocols.doc_status import _record
 from ragkit.protocols.graph import EdgeKey, check_node_id, check_properties, edge_key
+from ragkit.protocols.kv import encode_record
+from ragkit.protocols.lease import Holder
 from ragkit.models.http import model_identity
 from ragkit.protocols.models import ChatRequest, Completion, ModelAdapter, Usage
 from ragkit.protocols.vector import Filter
@@ -175,6 +179,32 @@ class FirstWinsEdgesGraphStore(NetworkXGraphStore):
             checked.setdefault(edge_key(a, b), check_properties(f"edge ({a!r}, {b!r})", props))
         if checked:
             await self._upsert_edges(checked)
+
+
+class UnfencedKVStore(SQLiteKVStore):
+    """Replaces ``upsert`` and forgets to ask the fence: a writer that lost
+    the lock still writes through it."""
+
+    violates: ClassVar[str] = "store.fence.checked"
+    defect: ClassVar[str] = "upsert writes without asking the fence"
+
+    @bypass_template("the defect: no fence check")
+    async def upsert(self, records):  # type: ignore[override]
+        self._check_open()
+        encoded = {key: encode_record(key, value) for key, value in records.items()}
+        if encoded:
+            await self._upsert(encoded)
+
+
+class SavesWhatItDiscardsGraphStore(NetworkXGraphStore):
+    """Keeps writes until flush but has no ``_discard``: a writer that lost the
+    lock saves them at close, over the next writer's work."""
+
+    violates: ClassVar[str] = "store.discard.unflushed"
+    defect: ClassVar[str] = "discard() and a lost lock's close() keep unsaved writes"
+
+    async def _discard(self) -> None:
+        pass
 
 
 class ExtraEmptyPageDocStatusStore(SQLiteDocStatusStore):
@@ -421,13 +451,89 @@ class PositionBiasedReranker(ScaledOverlapReranker):
         return [s + 0.01 * (len(got) - i) for i, s in enumerate(got)]
 
 
+# -- leases ------------------------------------------------------------------------------
+
+
+class MemoryLease:
+    """A correct heartbeat lease whose "server" is a dict shared by the lease
+    objects of one workspace (the reference of the lease breakers)."""
+
+    heartbeat = True
+
+    def __init__(self, table: dict[str, Any]) -> None:
+        self.table = table
+        self.where = "memory"
+
+    def _current(self) -> Holder | None:
+        held = self.table.get("lease")
+        return held[0] if held and held[1] > time.monotonic() else None
+
+    async def acquire(self, holder: Holder, ttl: float) -> bool:
+        if self._current() is not None:
+            return False
+        self.table["lease"] = (holder, time.monotonic() + ttl)
+        return True
+
+    async def holder(self) -> Holder | None:
+        return self._current()
+
+    async def renew(self, holder: Holder, ttl: float) -> bool:
+        current = self._current()
+        if current is None or current.token != holder.token:
+            return False
+        self.table["lease"] = (holder, time.monotonic() + ttl)
+        return True
+
+    async def release(self, holder: Holder) -> None:
+        current = self._current()
+        if current is not None and current.token == holder.token:
+            del self.table["lease"]
+
+
+class BlindRenewLease(MemoryLease):
+    """Renews whatever lease is there (a bare ``PEXPIRE``): a holder that lost
+    its lease extends its successor's and believes it still holds it."""
+
+    violates: ClassVar[str] = "lease.renew.owner-only"
+    defect: ClassVar[str] = "renew does not compare the holder"
+
+    async def renew(self, holder: Holder, ttl: float) -> bool:
+        current = self._current()
+        if current is None:
+            return False
+        self.table["lease"] = (current, time.monotonic() + ttl)
+        return True
+
+
+class BlindReleaseLease(MemoryLease):
+    """Deletes the lease whoever holds it (a bare ``DEL``)."""
+
+    violates: ClassVar[str] = "lease.release.owner-only"
+    defect: ClassVar[str] = "release frees another holder's lease"
+
+    async def release(self, holder: Holder) -> None:
+        self.table.pop("lease", None)
+
+
+class EverlastingLease(MemoryLease):
+    """Says it has a heartbeat but never expires (a key set without a TTL):
+    a holder that died blocks the workspace for ever."""
+
+    violates: ClassVar[str] = "lease.expiry"
+    defect: ClassVar[str] = "a lease that is not renewed never expires"
+
+    def _current(self) -> Holder | None:
+        held = self.table.get("lease")
+        return held[0] if held else None
+
+
 STORE_BREAKERS: dict[str, tuple[type, ...]] = {
-    "KVStoreContract": (CaseFoldingKVStore, ParameterLimitKVStore, OffsetScanKVStore),
+    "KVStoreContract": (CaseFoldingKVStore, ParameterLimitKVStore, OffsetScanKVStore, UnfencedKVStore),
     "VectorStoreContract": (
         CloseOnlyDurableVectorStore, ExclusiveMinScoreVectorStore, ZeroTopKIsUnlimitedVectorStore,
         StringlyFilterVectorStore,
     ),
-    "GraphStoreContract": (FirstWinsEdgesGraphStore,),
+    "GraphStoreContract": (FirstWinsEdgesGraphStore, SavesWhatItDiscardsGraphStore),
     "DocStatusStoreContract": (ExtraEmptyPageDocStatusStore,),
 }
 MODEL_BREAKERS: dict[str, tuple[type, ...]] = {
@@ -439,6 +545,9 @@ MODEL_BREAKERS: dict[str, tuple[type, ...]] = {
     ),
 }
 CROSS_BREAKERS: dict[str, tuple[type, ...]] = {"CrossProtocolContract": (ZeroBlankPairEmbedder,)}
+LEASE_BREAKERS: dict[str, tuple[type, ...]] = {
+    "LeaseContract": (BlindRenewLease, BlindReleaseLease, EverlastingLease),
+}
 """Contract class -> broken adapters run against it."""
 
 REFERENCES: dict[str, type] = {
@@ -449,9 +558,11 @@ REFERENCES: dict[str, type] = {
     "LLMContract": EchoLLM,
     "EmbedderContract": HashEmbedder,
     "RerankerContract": ScaledOverlapReranker,
+    "LeaseContract": MemoryLease,
 }
 """The unbroken adapter each group of breakers derives from (the control)."""
 
 
 def rule_breakers() -> list[type]:
-    return [c for group in (STORE_BREAKERS, MODEL_BREAKERS, CROSS_BREAKERS) for cs in group.values() for c in cs]
+    groups = (STORE_BREAKERS, MODEL_BREAKERS, CROSS_BREAKERS, LEASE_BREAKERS)
+    return [c for group in groups for cs in group.values() for c in cs]

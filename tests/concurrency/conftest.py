@@ -3,7 +3,9 @@
 A *workspace* here is a set of ``RAGKIT_*`` variables: the embedded defaults in
 a temporary folder, or the server combination of the backend matrix (Redis for
 KV and doc status, Neo4j over Bolt, Chroma over HTTP) with a fresh workspace
-name. Addresses come from the adapters' contract options (``RAGKIT_REDIS_URL``,
+name; tests that ask for it (``indirect`` parametrisation) also get
+``neo4j-graph``, the embedded stores with the graph in Neo4j (whose writer
+lease the graph store holds). Addresses come from the adapters' contract options (``RAGKIT_REDIS_URL``,
 ``RAGKIT_NEO4J_URI``, ``RAGKIT_CHROMA_URL``, set by ``make test``); a server
 that is unreachable skips, unless ``RAGKIT_MATRIX_REQUIRE`` names ``servers``:
 then it fails, as in ``tests/integration/test_backend_matrix.py``.
@@ -32,6 +34,7 @@ from ragkit.settings import load_settings
 from ragkit.testing.contracts.options import contract_options
 
 SERVERS = {"kv": "redis", "doc_status": "redis", "vector": "chroma-http", "graph": "neo4j"}
+NEO4J_GRAPH = {"graph": "neo4j"}
 REQUIRED = {p.strip() for p in os.environ.get("RAGKIT_MATRIX_REQUIRE", "").split(",") if p.strip()}
 COMBOS = ["embedded", "servers"]
 WAITING = "waiting for the writer"
@@ -163,10 +166,10 @@ class Workspace:
         return held
 
 
-def server_env(tmp_path: Path) -> dict[str, str]:
+def server_env(tmp_path: Path, backends: dict[str, str] = SERVERS) -> dict[str, str]:
     registry = get_registry()
     env: dict[str, str] = {}
-    for kind, name in SERVERS.items():
+    for kind, name in backends.items():
         if name not in registry.names(kind):
             message = f"{kind} adapter {name!r} is not installed"
             pytest.fail(message) if "servers" in REQUIRED else pytest.skip(message)
@@ -195,6 +198,8 @@ def workspace(request, tmp_path) -> Workspace:
     if combo == "servers":
         env.update(server_env(tmp_path))
     else:
+        if combo == "neo4j-graph":
+            env.update(server_env(tmp_path, NEO4J_GRAPH))
         # Large vectors make large snapshots, so that flushes append to journals
         # (where the issue's crashes came from) rather than rewrite small snapshots.
         env["RAGKIT_EMBEDDER__DIMENSION"] = "2048"
@@ -202,9 +207,9 @@ def workspace(request, tmp_path) -> Workspace:
     yield ws
     for proc in ws.started:
         if proc.poll() is None:
-            proc.kill()
+            proc.kill()  # SIGKILL ends a stopped process too
             proc.wait()
-    if combo == "servers":  # leave nothing behind on shared servers
+    if combo != "embedded":  # leave nothing behind on shared servers
 
         async def drop(rag):
             for store in rag.stores.all():

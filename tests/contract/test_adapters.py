@@ -9,6 +9,11 @@ Stores get ``StoreConfig(namespace="contract", workspace=<unique>,
 working_dir=tmp_path, options=<contract options>, dimension=16 for vectors)``;
 models get ``cls(<contract options>)``. The options are registered on the test
 side (``ragkit.testing.contracts.options``), never on the adapter class.
+
+A store adapter that offers a writer lease (overrides ``writer_lease()``) also
+gets ``TestLease_<kind>_<name>``, the lease contract over leases from new
+instances of one config (one per "process"); ``TestLease_file`` runs it
+against the file lock the core uses when no store offers a lease.
 """
 
 from __future__ import annotations
@@ -23,10 +28,11 @@ import pytest
 import pytest_asyncio
 
 from ragkit._loop_thread import close_items
+from ragkit.core.lock import LOCK_FILENAME, FileLease
 from ragkit.plugins import create_model, create_store, get_registry
 from ragkit.plugins.registry import STORE_KINDS, AdapterInfo
-from ragkit.protocols import StoreConfig
-from ragkit.testing.contracts import CONTRACTS
+from ragkit.protocols import BaseStore, StoreConfig
+from ragkit.testing.contracts import CONTRACTS, LeaseContract
 
 VECTOR_DIMENSION = 16
 PREFIX = {
@@ -69,6 +75,50 @@ def _store_fixture(info: AdapterInfo):
     return adapter
 
 
+def offers_lease(info: AdapterInfo) -> bool:
+    return info.kind in STORE_KINDS and info.cls.writer_lease is not BaseStore.writer_lease
+
+
+def lease_class_name(info: AdapterInfo) -> str:
+    return f"TestLease_{info.kind}_{re.sub(r'[^0-9A-Za-z_]', '_', info.name)}"
+
+
+def _lease_fixture(info: AdapterInfo):
+    @pytest_asyncio.fixture
+    async def adapter(self, tmp_path, ragkit_adapter_options):
+        config = StoreConfig(
+            namespace="contract",
+            workspace=f"c{uuid.uuid4().hex[:12]}",
+            working_dir=tmp_path,
+            options=ragkit_adapter_options(info),
+            dimension=VECTOR_DIMENSION if info.kind == "vector" else None,
+        )
+        opened = []
+
+        async def make():
+            store = create_store(info.kind, info.cls, config)
+            await store.open()
+            opened.append(store)
+            return store.writer_lease()
+
+        yield make
+        for store in opened:
+            await store.close()
+
+    return adapter
+
+
+class TestLease_file(LeaseContract):
+    """The lease contract against the file lock (no store offers a lease)."""
+
+    @pytest.fixture
+    def adapter(self, tmp_path):
+        async def make():
+            return FileLease(tmp_path / "ws" / LOCK_FILENAME)
+
+        return make
+
+
 def _model_fixture(info: AdapterInfo):
     @pytest_asyncio.fixture
     async def adapter(self, ragkit_adapter_options):
@@ -97,6 +147,19 @@ def _generate() -> dict[str, type]:
                     "ragkit_adapter_info": info,
                 },
             )
+    for info in [i for kind in STORE_KINDS for i in registry.adapters(kind) if offers_lease(i)]:
+        name = lease_class_name(info)
+        classes[name] = type(
+            name,
+            (LeaseContract,),
+            {
+                "__module__": __name__,
+                "__doc__": f"LeaseContract against the writer lease of {info.kind} adapter {info.name!r}.",
+                "adapter": _lease_fixture(info),
+                "ragkit_adapter_key": f"{info.kind}:{info.name}",
+                "ragkit_adapter_info": info,
+            },
+        )
     return classes
 
 
@@ -146,6 +209,7 @@ def test_every_registered_adapter_has_a_contract_class():
     """Each adapter of a kind with a contract got its generated class here."""
     registry = get_registry()
     expected = {class_name(k, i.name) for k in CONTRACTS for i in registry.adapters(k)}
+    expected |= {lease_class_name(i) for k in STORE_KINDS for i in registry.adapters(k) if offers_lease(i)}
     generated = {n for n, v in globals().items() if isinstance(v, type) and hasattr(v, "ragkit_adapter_key")}
     assert expected == generated
     assert {"TestKV_sqlite", "TestVector_numpy", "TestGraph_networkx", "TestDocStatus_sqlite",

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.testing import broken_rules
-from ragkit.testing.contracts import CONTRACTS, CrossProtocolContract
+from ragkit.testing.contracts import CONTRACTS, CrossProtocolContract, LeaseContract
 from ragkit.testing.contracts.rules import protocol_rules
 
 HEADER = '''\
@@ -77,14 +77,34 @@ class Test_{name}({contract}):
         await store.close()
 '''
 
+LEASE_CLASS = '''
+from {module} import {cls} as Subject{n}
+
+
+class Test_{name}({contract}):
+    @pytest.fixture
+    def adapter(self):
+        server = {{}}  # what the leases of one workspace share
+
+        async def make():
+            return Subject{n}(server)
+
+        return make
+'''
+
 REFERENCE = "Reference"
-ALL_CONTRACTS = {**{c.__name__: c for c in CONTRACTS.values()}, "CrossProtocolContract": CrossProtocolContract}
+ALL_CONTRACTS = {
+    **{c.__name__: c for c in CONTRACTS.values()},
+    "CrossProtocolContract": CrossProtocolContract,
+    "LeaseContract": LeaseContract,
+}
 
 
 def _groups() -> dict[str, tuple[list[type], type]]:
     """contract name -> (broken adapters, reference)."""
     out: dict[str, tuple[list[type], type]] = {}
-    for group in (broken_rules.STORE_BREAKERS, broken_rules.MODEL_BREAKERS, broken_rules.CROSS_BREAKERS):
+    groups = (broken_rules.STORE_BREAKERS, broken_rules.MODEL_BREAKERS, broken_rules.CROSS_BREAKERS, broken_rules.LEASE_BREAKERS)
+    for group in groups:
         for contract, classes in group.items():
             ref = broken_rules.REFERENCES.get(contract, broken_rules.HashEmbedder)
             out[contract] = (list(classes), ref)
@@ -94,6 +114,8 @@ def _groups() -> dict[str, tuple[list[type], type]]:
 def _template(contract: str) -> str:
     if contract == "CrossProtocolContract":
         return CROSS_CLASS
+    if contract == "LeaseContract":
+        return LEASE_CLASS
     return STORE_CLASS if contract in broken_rules.STORE_BREAKERS else MODEL_CLASS
 
 
@@ -185,6 +207,18 @@ def test_contract_catches_the_rule_breaker(group_runs, contract, adapter):
     )
     if contract != "CrossProtocolContract":
         assert got.get("test_no_overrides_DO_NOT_OVERRIDE") == "passed"
+
+
+FENCING_RULES = {
+    "store.fence.checked", "store.discard.unflushed",
+    "lease.renew.owner-only", "lease.release.owner-only", "lease.expiry",
+}
+
+
+def test_every_fencing_rule_has_a_breaker():
+    """The writer lock's rules that a store or lease can get wrong each have one."""
+    broken = {cls.violates for cls in broken_rules.rule_breakers()}
+    assert FENCING_RULES - broken == set()
 
 
 def test_every_breaker_breaks_a_stated_rule_and_names_its_defect():

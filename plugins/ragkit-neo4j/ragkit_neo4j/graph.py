@@ -45,6 +45,7 @@ from ragkit_neo4j.cypher import (
     storable_text,
     store_label,
 )
+from ragkit_neo4j.lease import Neo4jLease
 
 DEFAULT_URI = "bolt://localhost:7687"
 
@@ -284,6 +285,12 @@ class Neo4jGraphStore(GraphStore):
                     f"{self.server.product} can match on (max_message_bytes / 8)"
                 )
         return node_id
+
+    def writer_lease(self) -> Neo4jLease:
+        """The workspace's writer lock, for workspaces whose doc-status store
+        holds none (``ragkit_neo4j.lease``): this server is what every process
+        of the workspace shares."""
+        return Neo4jLease(self)
 
     # -- lifecycle ---------------------------------------------------------------------
 

@@ -1,17 +1,19 @@
-"""The workspace's writer lease in Redis (see :mod:`ragkit.core.lock`).
+"""The workspace's writer lease in Redis (rules: :mod:`ragkit.protocols.lease`).
 
 One key per workspace, ``<prefix>:{<workspace>:lock}:writer``, holding the
 holder's JSON (pid, host, since, a random token): taken with ``SET NX PX ttl``,
-renewed by the holder's heartbeat and released only by the holder, both by a
-Lua compare-and-set on the whole value, so a holder whose lease expired (and
-was taken by another) can neither extend nor delete the new holder's lease.
+renewed by the holder's heartbeat and before each of its writes (the fence of
+:mod:`ragkit.core.lock`), and released only by the holder, both by a Lua
+compare-and-set on the whole value, so a holder whose lease expired (and was
+taken by another) can neither extend nor delete the new holder's lease, and
+learns from the renewal that it lost it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ragkit.core.lock import Holder
+from ragkit.protocols.lease import Holder
 
 if TYPE_CHECKING:
     from ragkit_redis.doc_status import RedisDocStatusStore

@@ -44,7 +44,10 @@ skip there means "backend unreachable"; adapters listed in
 Every rule a protocol docstring states carries an id in brackets
 (``[vector.query.min-score-inclusive]``) and every contract test names the
 rules it checks with ``@checks(...)``; rules across protocols are checked by
-``CrossProtocolContract`` (an embedder with a vector store).
+``CrossProtocolContract`` (an embedder with a vector store), and the writer
+lease's rules (``ragkit.protocols.lease``) by ``LeaseContract``, for stores
+that offer ``writer_lease()``: its ``adapter`` fixture yields an async
+factory of leases over one workspace, one per "process".
 
 ``python -m ragkit.testing.contracts`` prints how many tests each contract has;
 ``--rules`` lists rule -> tests and exits 1 when a rule has none.
@@ -59,8 +62,10 @@ pytest.register_assert_rewrite(
     "ragkit.testing.contracts.cross",
     "ragkit.testing.contracts.doc_status",
     "ragkit.testing.contracts.edge_cases",
+    "ragkit.testing.contracts.fencing",
     "ragkit.testing.contracts.graph",
     "ragkit.testing.contracts.kv",
+    "ragkit.testing.contracts.lease",
     "ragkit.testing.contracts.models",
     "ragkit.testing.contracts.models_edge",
     "ragkit.testing.contracts.options",
@@ -78,6 +83,7 @@ from ragkit.testing.contracts.cross import CrossProtocolContract  # noqa: E402
 from ragkit.testing.contracts.doc_status import DocStatusStoreContract  # noqa: E402
 from ragkit.testing.contracts.graph import GraphStoreContract  # noqa: E402
 from ragkit.testing.contracts.kv import KVStoreContract  # noqa: E402
+from ragkit.testing.contracts.lease import LeaseContract  # noqa: E402
 from ragkit.testing.contracts.models import EmbedderContract, LLMContract, RerankerContract  # noqa: E402
 from ragkit.testing.contracts.options import contract_options  # noqa: E402
 from ragkit.testing.contracts.rules import checks, rule_listing  # noqa: E402
@@ -91,6 +97,7 @@ __all__ = [
     "GraphStoreContract",
     "KVStoreContract",
     "LLMContract",
+    "LeaseContract",
     "RerankerContract",
     "SKIP_PREFIX",
     "VectorStoreContract",

@@ -108,8 +108,9 @@ def contract_test_names(cls: type) -> list[str]:
     return sorted(names)
 
 
-def contract(kind: str, protocol: type) -> Callable[[type[T]], type[T]]:
-    """Register a contract class for a registry kind and mark its async tests."""
+def contract(kind: str, protocol: type, *, listed: bool = True) -> Callable[[type[T]], type[T]]:
+    """Register a contract class for a registry kind and mark its async tests;
+    ``listed=False`` for a contract of no registry kind (leases): not in ``CONTRACTS``."""
 
     def register(cls: type[T]) -> type[T]:
         cls.contract_kind = kind  # type: ignore[attr-defined]
@@ -122,6 +123,8 @@ def contract(kind: str, protocol: type) -> Callable[[type[T]], type[T]]:
                     if not any(m.name == "asyncio" for m in marks):
                         # Lets the suite run under pytest-asyncio's strict mode too.
                         pytest.mark.asyncio(value)
+        if not listed:
+            return cls
         CONTRACTS[kind] = cls
         ordered = sorted(CONTRACTS.items(), key=lambda kv: KIND_ORDER.index(kv[0]) if kv[0] in KIND_ORDER else 99)
         CONTRACTS.clear()

@@ -28,6 +28,7 @@ from ragkit.testing.contracts._base import (
     sibling,
 )
 from ragkit.testing.contracts.edge_cases import DocStatusEdgeCaseTests
+from ragkit.testing.contracts.fencing import FencingTests
 from ragkit.testing.contracts.rules import checks
 
 T0 = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=timezone.utc)
@@ -639,6 +640,7 @@ class DocStatusStoreContract(
     # Collected bottom-up: read/write tests run first, the state machine last.
     DocStatusStateMachineTests,
     DocStatusEdgeCaseTests,
+    FencingTests,
     DocStatusConcurrencyTests,
     DocStatusLifecycleTests,
     DocStatusTransitionTests,

@@ -28,6 +28,7 @@ from ragkit.testing.contracts._base import (
     sibling,
 )
 from ragkit.testing.contracts.edge_cases import GraphEdgeCaseTests
+from ragkit.testing.contracts.fencing import FencingTests
 from ragkit.testing.contracts.rules import checks
 
 ODD_IDS = ["中文实体", "🙂 emoji", "q'\"`", "{braces}", "back\\slash", "  spaced  ", "ЖУК", "a:b/c"]
@@ -848,6 +849,7 @@ class GraphStoreContract(
     # Collected bottom-up: node tests run first, the state machine last.
     GraphStateMachineTests,
     GraphEdgeCaseTests,
+    FencingTests,
     GraphConcurrencyTests,
     GraphLifecycleTests,
     GraphDropAndIsolationTests,

@@ -26,6 +26,7 @@ from ragkit.testing.contracts._base import (
     sibling,
 )
 from ragkit.testing.contracts.edge_cases import KVEdgeCaseTests
+from ragkit.testing.contracts.fencing import FencingTests
 from ragkit.testing.contracts.rules import checks
 
 UNICODE_KEYS = ["中文键", "日本語のキー", "🔑🙂", "ключ", "مفتاح", "e\u0301", "q'\"`{}[]\\/ sp"]
@@ -597,6 +598,7 @@ class KVStoreContract(
     # the state machine, between the canaries test_aaa_* (first) and test_zzz_* (last).
     KVStateMachineTests,
     KVEdgeCaseTests,
+    FencingTests,
     KVConcurrencyTests,
     KVLifecycleTests,
     KVUnicodeAndSizeTests,

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-RULE_ID = re.compile(r"\[((?:store|kv|vector|graph|doc_status|llm|embedder|reranker|cross)(?:\.[a-z0-9_-]+)+)\]")
+RULE_ID = re.compile(r"\[((?:store|kv|vector|graph|doc_status|lease|llm|embedder|reranker|cross)(?:\.[a-z0-9_-]+)+)\]")
 """A rule id as a docstring writes it: ``[kind.topic.detail]``."""
 
 PROTOCOL_MODULES = (
@@ -24,6 +24,7 @@ PROTOCOL_MODULES = (
     "ragkit.protocols.vector",
     "ragkit.protocols.graph",
     "ragkit.protocols.doc_status",
+    "ragkit.protocols.lease",
     "ragkit.protocols.models",
 )
 
@@ -86,10 +87,11 @@ def rule_listing() -> dict[str, Any]:
     """``{"rules": {rule: [Contract.test, ...]}, "untested": [...], "unknown": {rule: [tests]}}``."""
     from ragkit.testing.contracts import CONTRACTS
     from ragkit.testing.contracts.cross import CrossProtocolContract
+    from ragkit.testing.contracts.lease import LeaseContract
 
     stated = protocol_rules()
     tests: dict[str, list[str]] = {}
-    for cls in [*CONTRACTS.values(), CrossProtocolContract]:
+    for cls in [*CONTRACTS.values(), CrossProtocolContract, LeaseContract]:
         for rule, names in _rule_tests(cls).items():
             tests.setdefault(rule, []).extend(names)
     return {

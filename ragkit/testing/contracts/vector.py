@@ -34,6 +34,7 @@ from ragkit.testing.contracts._base import (
     sibling,
 )
 from ragkit.testing.contracts.edge_cases import VectorEdgeCaseTests
+from ragkit.testing.contracts.fencing import FencingTests
 from ragkit.testing.contracts.rules import checks
 
 SCORE_TOL = 1e-4
@@ -1012,6 +1013,7 @@ class VectorStoreContract(
     # Collected bottom-up: upsert tests run first, the state machine last.
     VectorStateMachineTests,
     VectorEdgeCaseTests,
+    FencingTests,
     VectorConcurrencyTests,
     VectorLifecycleTests,
     VectorDropAndIsolationTests,

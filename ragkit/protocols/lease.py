@@ -1,0 +1,121 @@
+"""The writer lease protocol: one workspace's writer lock as a backend holds it,
+and the fence every store write asks before it reaches the backend.
+
+``ragkit.core.lock.WriterLock`` runs the lock on top of a ``Lease``; a store
+that can hold one for every process of the workspace offers it from
+``writer_lease()`` (``ragkit.protocols.base.BaseStore``); otherwise the core
+uses an OS file lock beside the workspace's files (``ragkit.core.lock.FileLease``).
+
+Rules every lease must follow (``ragkit.testing.contracts.LeaseContract``
+checks each; "another process" is another lease object over the same
+workspace, with its own connection):
+
+- [lease.acquire.exclusive] While one holder holds the lease, ``acquire`` by
+  any other holder returns False, whichever lease object (process) asks.
+- [lease.holder.current] ``holder()`` returns the current holder (its pid,
+  host and token as given to ``acquire``), ``None`` once it released the lease.
+- [lease.renew.owner-only] ``renew(holder, ttl)`` is one atomic
+  compare-and-extend on the backend: it returns True only while ``holder``
+  (its random ``token``) holds an unexpired lease,
+  which then lasts ``ttl`` seconds from the moment the backend applied the
+  renewal. Otherwise it changes nothing and returns False, and keeps
+  returning False: a lease once lost stays lost for that holder. The writer
+  lock calls it before every write of the holder (the fence below), so this
+  is what keeps a stalled holder from writing after another took over.
+- [lease.release.owner-only] ``release(holder)`` frees the lease only if
+  ``holder`` holds it: a former holder's release leaves the new holder's
+  lease in place.
+- [lease.expiry] With ``heartbeat`` true, a lease that is not renewed for
+  ``ttl`` seconds goes to the next ``acquire`` (its holder may have died);
+  renewals keep it held past its first ``ttl``. Without a heartbeat, a lease
+  holds until released or until its holder's process ends (an OS lock), never
+  by time alone; ``renew`` still says False if it was lost another way (its
+  lock file removed or replaced).
+
+Which fencing this buys. Before each write made under the lock, the holder
+renews its lease (``WriterLock.check``, through ``Fence``): the write starts
+only if the holder still held the lease, which then lasts ``ttl`` more
+seconds; a holder that stalled longer than ``ttl`` (a blocked event loop, a
+paused or suspended process) gets ``WriterLeaseLostError`` from its next write
+and writes nothing more. What remains is a stall of more than ``ttl`` inside
+one store call, between the renewal and the backend receiving the write;
+closing that too takes a backend that checks a token in the write's own
+transaction (see docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from datetime import datetime, timezone
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+
+class Holder(BaseModel):
+    """Who holds (or wants) the lock; stored with it so a waiter can name it."""
+
+    pid: int = Field(default_factory=os.getpid)
+    host: str = Field(default_factory=socket.gethostname)
+    since: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    what: str = "write"
+    token: str = Field(default_factory=lambda: secrets.token_hex(16))
+
+    def describe(self) -> str:
+        return f"{self.what} (pid {self.pid} on {self.host}) since {self.since}"
+
+    def encode(self) -> bytes:
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def decode(cls, data: bytes | str | None) -> Holder | None:
+        if not data:
+            return None
+        try:
+            return cls.model_validate_json(data)
+        except ValueError:  # written half-way, or by something else
+            return None
+
+
+@runtime_checkable
+class Lease(Protocol):
+    """One workspace's lock as a backend holds it (rules: the module docstring)."""
+
+    where: str
+    """Where the lock is, for messages (a file path, a server and key)."""
+    heartbeat: bool
+    """Whether the lease expires unless ``renew`` is called within ``ttl``."""
+
+    async def acquire(self, holder: Holder, ttl: float) -> bool:
+        """Take the lease for ``holder`` if it is free (or expired); True if taken."""
+        ...
+
+    async def holder(self) -> Holder | None:
+        """The current holder, or ``None`` when the lease is free."""
+        ...
+
+    async def renew(self, holder: Holder, ttl: float) -> bool:
+        """Compare-and-extend: True if ``holder`` still holds it, now for ``ttl`` more seconds."""
+        ...
+
+    async def release(self, holder: Holder) -> None:
+        """Free the lease if ``holder`` holds it; otherwise change nothing."""
+        ...
+
+
+@runtime_checkable
+class Fence(Protocol):
+    """What a store asks before each write (``BaseStore.fence``; the writer
+    lock of the workspace sets it on every store it runs)."""
+
+    lost: bool
+    """Whether the lock was lost during the current (or last) hold: unsaved
+    writes must then be discarded, not flushed (``BaseStore.discard``)."""
+
+    async def check(self) -> None:
+        """Return when the write may go ahead: it is not made under the lock,
+        or the lock is still held (and was just extended). Raise
+        ``WriterLeaseLostError`` when it is not."""
+        ...
