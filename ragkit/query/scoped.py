@@ -113,7 +113,9 @@ class ScopedRanking:
         pool = await self._pool(index)
         found = pool.scored(query)
         if pool.whole is not None and await self._direct(index, pool, top_k):
-            found += await self._stored(index, pool.whole, query)
+            if pool.stored is None:  # read once per query: ppr searches once per keyword
+                pool.stored = await self._stored(index, pool.whole)
+            found += pool.stored.scored(query)
         else:
             found += await self._walk(index, query, top_k, pool)
         found.sort(key=Scored.rank)
@@ -180,12 +182,12 @@ class ScopedRanking:
         return _Pool([(k, p, index.vector_id(k)) for k, p in items], vectors)
 
     @staticmethod
-    async def _stored(index: VectorIndex, items: list[tuple[Key, dict]], query: np.ndarray) -> list[Scored]:
-        """Items scored by their stored vectors (those without one dropped: no search finds them)."""
+    async def _stored(index: VectorIndex, items: list[tuple[Key, dict]]) -> _Pool:
+        """Items with their stored vectors (those without one left out: no search finds them)."""
         ids_ = [index.vector_id(k) for k, _ in items]
         records = await index.store.get(ids_)
         kept = [(k, p, i, rec.vector) for (k, p), i, rec in zip(items, ids_, records) if rec is not None]
-        return _Pool([(k, p, i) for k, p, i, _ in kept], [v for *_, v in kept]).scored(query)
+        return _Pool([(k, p, i) for k, p, i, _ in kept], [v for *_, v in kept])
 
 
 class _Pool:
@@ -198,6 +200,8 @@ class _Pool:
         """Keys a walk skips: the pool's own, and those it found invisible."""
         self.whole: list[tuple[Key, dict]] | None = None
         """Every visible item not recomputed, when the scope's own side was read; None: not known."""
+        self.stored: _Pool | None = None
+        """The whole items with their stored vectors, once read."""
         self._whole_keys: set[Key] | None = None
 
     def unsettled(self, key: Key) -> bool:
