@@ -42,10 +42,6 @@ class Scope:
     chunk ids come from content, so two documents may share one, and the chunk
     record names only the last one written."""
 
-    @property
-    def vector_filter(self) -> dict[str, Any]:
-        return {"doc_id": {"$in": sorted(self.doc_ids)}}
-
     @cached_property
     def key(self) -> str:
         """Names the scope in cache keys: answers are kept per scope."""

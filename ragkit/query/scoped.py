@@ -121,6 +121,28 @@ class ScopedRanking:
         found.sort(key=Scored.rank)
         return found[:top_k]
 
+    async def chunks(self, store: VectorStore, query: np.ndarray, top_k: int) -> list[tuple[str, float]]:
+        """The ``top_k`` in-scope chunks nearest ``query`` as (id, score), as
+        the readable-only index ranks them: scored from their vectors when
+        few, else the index's first ``top_k`` in-scope hits. Why not a
+        ``doc_id`` filter: the built-in store compares each row with each
+        readable document id, which cost more than the rest of a scoped query."""
+        inside = self.view.chunk_ids
+        if len(inside) ** 2 <= top_k * await store.count():
+            ids_ = sorted(inside)
+            kept = [(i, rec.vector) for i, rec in zip(ids_, await store.get(ids_)) if rec is not None]
+            if not kept:
+                return []
+            scores = store_scores(np.stack([np.asarray(v, dtype=np.float32) for _, v in kept]), query)
+            return sorted(zip([i for i, _ in kept], scores), key=lambda hit: (-round(hit[1], 6), hit[0]))[:top_k]
+        asked = top_k * OVERSAMPLE
+        while True:
+            hits = await store.query(query, asked)
+            found = [(h.id, h.score) for h in hits if h.id in inside]
+            if len(found) >= top_k or len(hits) < asked:
+                return found[:top_k]
+            asked *= OVERSAMPLE
+
     async def fresh(self, texts: list[str]) -> list[np.ndarray]:
         """Each text embedded (kept across queries)."""
         return await FreshVectors.of(self.embedder).vectors(texts)

@@ -91,12 +91,15 @@ class Searcher:
         return await self._endpoints(relations), relations
 
     async def chunks(self, question: str, top_k: int) -> list[ChunkItem]:
-        flt = self.scope.vector_filter if self.scope else None
-        hits = await self.stores.chunk_vectors.query(await self.embed(question), top_k, filter=flt)
-        records = await self.stores.chunks.get_many([h.id for h in hits])
+        query = await self.embed(question)
+        if self.ranking is not None:
+            hits = await self.ranking.chunks(self.stores.chunk_vectors, query, top_k)
+        else:
+            hits = [(h.id, h.score) for h in await self.stores.chunk_vectors.query(query, top_k)]
+        records = await self.stores.chunks.get_many([cid for cid, _ in hits])
         return [
-            ChunkItem.from_record(h.id, rec, "chunk_vectors", score=h.score)
-            for h, rec in zip(hits, records)
+            ChunkItem.from_record(cid, rec, "chunk_vectors", score=score)
+            for (cid, score), rec in zip(hits, records)
             if rec is not None
         ]
 
