@@ -1,4 +1,4 @@
-"""Scoped entity and relation search: ranked exactly as an index of only the
+"""Scoped entity, relation and chunk search: ranked exactly as an index of only the
 in-scope documents would rank, item by item and in order.
 
 Why: entity and relation vectors embed descriptions merged from *all* their
@@ -25,6 +25,9 @@ then the vector id, which comes from the key and so is the same in any index).
   unreadable or recomputed hits crowd the top). When the in-scope side was
   read, they are known; if few (see ``_direct``), they are scored from their
   stored vectors instead of walking past every unreadable item.
+
+Chunks carry no merged text, so only the candidate set needs care: the
+in-scope chunks by id (``ScopedRanking.chunks``), ranked by the same rules.
 
 Self-computed scores use the built-in store's arithmetic (``store_scores``):
 computed otherwise, a score can round across a 6-decimal boundary and split a
@@ -128,7 +131,7 @@ class ScopedRanking:
         ``doc_id`` filter: the built-in store compares each row with each
         readable document id, which cost more than the rest of a scoped query."""
         inside = self.view.chunk_ids
-        if len(inside) ** 2 <= top_k * await store.count():
+        if few(len(inside), top_k, await store.count()):
             ids_ = sorted(inside)
             kept = [(i, rec.vector) for i, rec in zip(ids_, await store.get(ids_)) if rec is not None]
             if not kept:
@@ -149,11 +152,9 @@ class ScopedRanking:
 
     @staticmethod
     async def _direct(index: VectorIndex, pool: _Pool, top_k: int) -> bool:
-        """Score the known whole items from their vectors rather than walk? A
-        walk reads about ``top_k`` times (index size / whole items) hits to
-        find ``top_k`` of them, so it pays only when they are many."""
+        """Score the known whole items from their vectors rather than walk?"""
         assert pool.whole is not None
-        return len(pool.whole) ** 2 <= top_k * await index.store.count()
+        return pool.stored is not None or few(len(pool.whole), top_k, await index.store.count())
 
     async def _walk(self, index: VectorIndex, query: np.ndarray, top_k: int, pool: _Pool) -> list[Scored]:
         """The first ``top_k`` whole visible items among the index's hits, in
@@ -240,6 +241,14 @@ class _Pool:
             return []
         scores = store_scores(self._matrix, query)
         return [Scored(k, p, s, i) for (k, p, i), s in zip(self.items, scores)]
+
+
+def few(items: int, top_k: int, total: int) -> bool:
+    """Score these of ``total`` indexed items from their vectors rather than
+    walk the index past the others? Their vectors are read once per query; a
+    walk reads about ``top_k`` times ``total / items`` hits per search, and
+    ``OVERSAMPLE`` squared times that when the query leans to the others."""
+    return items**2 <= OVERSAMPLE**2 * top_k * total
 
 
 def store_scores(rows: np.ndarray, query: np.ndarray) -> list[float]:

@@ -8,9 +8,10 @@ equal, item by item and in order, the one an index of only its readable
 documents gives (inserted in another order): the same entities, relations
 and chunks, degrees, scores (to float precision), context text and answer.
 
-Both ways a scoped search finds the items whose description it recomputes are
-checked (``Restrictor.mentioned``: from the in-scope chunks, or from the
-others), whichever is smaller for the principal.
+Each way a scoped search can take is checked: the items whose description it
+recomputes found from the in-scope chunks or from the others
+(``Restrictor.mentioned``), the others found by walking the index or scored
+from their vectors (``query/scoped.py``, ``few``), as sized and forced.
 
 Troubleshooting: the failure lists each differing query with the first field
 that differs; ``ranking`` names the fields. A difference in ``entities`` or
@@ -26,8 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from ragkit.core.scope import Restrictor
+from ragkit.core.scope import Restrictor, resolve_scope
 from ragkit.offline import OfflineLLM
+from ragkit.query import scoped
 from ragkit.rag import RAG
 from ragkit.settings import Settings
 from ragkit.testing import HashEmbedder
@@ -72,18 +74,25 @@ def _queries():
     return [(q, mode, k) for q in QUESTIONS for mode in MODES for k in TOP_KS]
 
 
-@pytest.fixture(params=["smaller", "in-scope", "out-of-scope"])
-def side(request, monkeypatch) -> str:
-    """Which chunks' extractions name the items a scope recomputes."""
-    if request.param != "smaller":
-        inside = request.param == "in-scope"
+WAYS = [("smaller", "as sized"), ("in-scope", "walk"), ("in-scope", "direct"), ("out-of-scope", "as sized")]
+"""(Which chunks' extractions name the items a scope recomputes; whether the
+items it does not are found by walking the index or scored from their
+vectors): the defaults, and each way forced."""
+
+
+@pytest.fixture(params=WAYS, ids=["-".join(w) for w in WAYS])
+def way(request, monkeypatch) -> tuple[str, str]:
+    side, scoring = request.param
+    if side != "smaller":
         smaller = Restrictor.mentioned
-        monkeypatch.setattr(Restrictor, "mentioned", lambda self: smaller(self, inside=inside))
+        monkeypatch.setattr(Restrictor, "mentioned", lambda self: smaller(self, inside=side == "in-scope"))
+    if scoring != "as sized":
+        monkeypatch.setattr(scoped, "few", lambda *_: scoring == "direct")
     return request.param
 
 
 @pytest.mark.parametrize("name", sorted(PRINCIPALS))
-async def test_every_query_ranks_as_the_readable_only_index(full_index, references, name, side):
+async def test_every_query_ranks_as_the_readable_only_index(full_index, references, name, way):
     differences = []
     async with make_rag(full_index) as rag:
         for question, mode, top_k in _queries():
@@ -110,8 +119,6 @@ def test_the_corpus_exercises_both_sides(full_index):
     """The principals between them read less and more than half the chunks:
     without a side forced, both ways are taken."""
     async def sides() -> set[bool]:
-        from ragkit.core.scope import resolve_scope
-
         async with make_rag(full_index) as rag:
             taken = set()
             for principal in PRINCIPALS.values():
