@@ -19,18 +19,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from ragkit import ids
 from ragkit.access import Principal, allows
-from ragkit.core.extraction import ChunkExtraction, Fragment, entity_properties, relation_properties
-from ragkit.core.keys import MANUAL_DOC, Pair, entity_key, is_manual, relation_key
+from ragkit.core.extraction import Fragment, entity_properties, relation_properties
+from ragkit.core.keys import MANUAL_DOC, Pair, entity_key, is_manual
 from ragkit.core.stores import Stores
 from ragkit.errors import InvalidValueError
 from ragkit.protocols import GraphStore
 from ragkit.protocols.vector import matches_filter
-from ragkit.schema import DocStatus, DocStatusRecord
+from ragkit.schema import DocStatus, DocStatusRecord, Entity, Relation
 
 _PAGE = 500
 
@@ -52,10 +52,6 @@ class Scope:
         """The in-scope (doc id, file path) a chunk is attributed to, if any."""
         found = self.owners.get(chunk_id)
         return found if found is not None or not is_manual(chunk_id) else (MANUAL_DOC, None)
-
-    @property
-    def vector_filter(self) -> dict[str, Any]:
-        return {"doc_id": {"$in": sorted(self.doc_ids)}}
 
     @cached_property
     def key(self) -> str:
@@ -125,6 +121,18 @@ async def resolve_scope(
     return Scope.of([r for r in records if r.status is DocStatus.PROCESSED])
 
 
+@dataclass
+class Mentioned:
+    """The entities and relations the extractions of one side of a scope
+    mention (``Restrictor.mentioned``)."""
+
+    entities: set[str]
+    relations: set[Pair]
+    inside: bool
+    """True: the in-scope chunks' extractions, so every visible item is here;
+    False: the out-of-scope chunks', so every item with a source out of scope is."""
+
+
 class Restrictor:
     """Applies a scope to graph properties: an entity's or relation's as its
     in-scope sources give them, or ``None`` when it has none."""
@@ -132,17 +140,33 @@ class Restrictor:
     def __init__(self, stores: Stores, scope: Scope) -> None:
         self.stores = stores
         self.scope = scope
-        self._extractions: dict[str, ChunkExtraction | None] = {}
+        self._extractions: dict[str, _Rows | None] = {}
+
+    async def mentioned(self, inside: bool | None = None) -> Mentioned:
+        """What one side of the scope mentions: the in-scope chunks'
+        extractions, or the out-of-scope ones' (every other stored extraction:
+        other documents', of any status, and manual edits', which name more
+        than needed, as the scope holds them). An item is
+        recomputed exactly when it has sources on both sides, so either side
+        names every such item; by default the smaller one is read."""
+        chunk_ids = self.scope.chunk_ids
+        if inside is None:
+            inside = len(chunk_ids) <= await self.stores.extractions.count() - len(chunk_ids)
+        if inside:  # kept: restricting an item reads its in-scope chunks again
+            read = await self._load(sorted(chunk_ids))
+        else:
+            outside = sorted([c async for c in self.stores.extractions.keys() if c not in chunk_ids])
+            read = [_Rows(c, rec) for c, rec in zip(outside, await self.stores.extractions.get_many(outside)) if rec]
+        return Mentioned({k for rows in read for k in rows.entities}, {p for rows in read for p in rows.relations},
+                         inside)
 
     async def entity_props(self, key: str, props: dict) -> dict | None:
-        return await self._restrict(props, lambda ex: [
-            Fragment(ex.chunk_id, e) for e in ex.entities if entity_key(e.name) == key
-        ], lambda frags: entity_properties(key, frags))
+        return await self._restrict(props, lambda rows: rows.fragments(Entity, rows.entities, key),
+                                    lambda frags: entity_properties(key, frags))
 
     async def relation_props(self, pair: Pair, props: dict) -> dict | None:
-        return await self._restrict(props, lambda ex: [
-            Fragment(ex.chunk_id, r) for r in ex.relations if relation_key(r.source, r.target) == pair
-        ], lambda frags: relation_properties(pair, frags))
+        return await self._restrict(props, lambda rows: rows.fragments(Relation, rows.relations, pair),
+                                    lambda frags: relation_properties(pair, frags))
 
     async def prefetch(self, props: Sequence[dict | None]) -> None:
         """Read at once the extractions that restricting all of ``props`` needs."""
@@ -166,12 +190,36 @@ class Restrictor:
         frags = [f for ex in await self._load(inside) for f in fragments_of(ex)]
         return merge(frags) if frags else None
 
-    async def _load(self, chunk_ids: list[str]) -> list[ChunkExtraction]:
+    async def _load(self, chunk_ids: list[str]) -> list[_Rows]:
         wanted = [c for c in chunk_ids if c not in self._extractions]
         if wanted:
             for cid, rec in zip(wanted, await self.stores.extractions.get_many(wanted)):
-                self._extractions[cid] = ChunkExtraction.model_validate(rec) if rec else None
-        return [ex for c in chunk_ids if (ex := self._extractions[c]) is not None]
+                self._extractions[cid] = _Rows(cid, rec) if rec else None
+        return [rows for c in chunk_ids if (rows := self._extractions[c]) is not None]
+
+
+_key = lru_cache(maxsize=1 << 16)(entity_key)
+"""``entity_key``, remembered: names recur across chunks and queries."""
+
+
+class _Rows:
+    """One chunk's stored extraction, its rows by entity and by relation key.
+    Why: an item is restricted by looking its key up, not by scanning every
+    row, and only its rows are validated (an item of many chunks reads whole
+    extractions for a few of their rows, as ``pipeline/graph_update.py`` does)."""
+
+    def __init__(self, chunk_id: str, record: dict) -> None:
+        self.chunk_id = chunk_id
+        self.entities: dict[str, list[dict]] = {}
+        self.relations: dict[Pair, list[dict]] = {}
+        for row in record.get("entities", ()):
+            self.entities.setdefault(_key(row["name"]), []).append(row)
+        for row in record.get("relations", ()):
+            a, b = _key(row["source"]), _key(row["target"])
+            self.relations.setdefault((a, b) if a <= b else (b, a), []).append(row)
+
+    def fragments(self, model: type[Entity] | type[Relation], rows: dict, key: str | Pair) -> list[Fragment]:
+        return [Fragment(self.chunk_id, model.model_validate(row)) for row in rows.get(key, ())]
 
 
 class ScopedGraph:
@@ -193,7 +241,7 @@ class ScopedGraph:
     ``source_ids``; properties are recomputed only for what ``get_nodes`` /
     ``get_edges`` return. ``recomputed`` says which properties
     differ from the stored ones: their stored vectors embed text from other
-    documents, so scoped searches re-score them (``query/search.py``).
+    documents, so scoped searches score them afresh (``query/scoped.py``).
     """
 
     def __init__(self, graph: GraphStore, restrictor: Restrictor) -> None:
@@ -213,7 +261,7 @@ class ScopedGraph:
             found = await self._read_nodes(wanted)
             await self.restrictor.prefetch(found)
             for key, props in zip(wanted, found):
-                self._nodes[key] = None if props is None else await self._node(key, props)
+                self._nodes[key] = props if self._whole(props) else await self._node(key, props)
         return [self._nodes[k] for k in keys]
 
     async def get_edges(self, pairs: Sequence[Pair]) -> list[dict[str, Any] | None]:
@@ -223,8 +271,16 @@ class ScopedGraph:
             found = await self._read_edges(wanted)
             await self.restrictor.prefetch(found)
             for pair, props in zip(wanted, found):
-                self._edges[pair] = None if props is None else await self._edge(pair, props)
+                self._edges[pair] = props if self._whole(props) else await self._edge(pair, props)
         return [self._edges[p] for p in pairs]  # type: ignore[index]
+
+    def _whole(self, props: dict[str, Any] | None) -> bool:
+        """Missing, or every source in scope: nothing to restrict (the common
+        case, decided here without a call per item; ``Restrictor`` does the rest)."""
+        if props is None:
+            return True
+        sources = props.get("source_ids", ())
+        return bool(sources) and all(self.scope.holds(c) for c in sources)
 
     async def nodes_edges(self, keys: Sequence[str]) -> list[list[Pair] | None]:
         """Each node's visible edges; ``None`` for a node not visible. Only the

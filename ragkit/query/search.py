@@ -13,13 +13,9 @@ own index's similarity; graph-found items have no score.
 
 Scoped (``doc_ids``, ``doc_filter``, a principal): every graph read goes
 through the scope's ``ScopedGraph``, so items, descriptions, degrees and walks
-count in-scope sources only. Entity and relation vectors embed descriptions
-merged from *all* sources, so a hit whose description the scope recomputed is
-re-scored against the recomputed text, embedded fresh (the same text its vector
-would hold if only the in-scope documents existed), and kept only if that score
-still reaches the search's cut-off (the lowest score the index returned, when
-it returned all it was asked for); the rest keep their stored scores, which
-only in-scope text shaped. See docs/architecture.md, "Document access control".
+count in-scope sources only, and entity and relation searches rank exactly as
+an index of only the in-scope documents would (``query/scoped.py``). See
+docs/architecture.md, "Document access control".
 """
 
 from __future__ import annotations
@@ -30,19 +26,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ragkit import ids
-from ragkit.core.extraction import entity_text, relation_text
+from ragkit.core.extraction import entity_text
 from ragkit.core.scope import Restrictor, Scope, ScopedGraph
 from ragkit.core.stores import Stores
 from ragkit.protocols import Embedder
-from ragkit.schema import VectorHit
 from ragkit.query import ppr
-from ragkit.query.items import ChunkItem, EntityItem, Pair, RelationItem
-
-OVERSAMPLE = 4
-"""A scoped search asks each index for this many times ``top_k``: hits outside
-the scope are dropped afterwards (entity and relation vectors carry no doc ids)."""
-MAX_DEPTH = OVERSAMPLE**3
-"""A scoped entity or relation search that keeps too few asks deeper, up to this many times ``top_k``."""
+from ragkit.query.items import ChunkItem, EntityItem, RelationItem
+from ragkit.query.scoped import ScopedRanking, VectorIndex, entity_index, relation_index
 
 
 def keyword_text(keywords: list[str]) -> str:
@@ -58,10 +48,12 @@ class Searcher:
     restrictor: Restrictor | None = None
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     view: ScopedGraph | None = field(default=None, init=False)
+    ranking: ScopedRanking | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if self.scope is not None:
             self.view = ScopedGraph(self.stores.graph, self.restrictor or Restrictor(self.stores, self.scope))
+            self.ranking = ScopedRanking(self.view, self.embedder)
 
     @property
     def graph(self):
@@ -99,12 +91,15 @@ class Searcher:
         return await self._endpoints(relations), relations
 
     async def chunks(self, question: str, top_k: int) -> list[ChunkItem]:
-        flt = self.scope.vector_filter if self.scope else None
-        hits = await self.stores.chunk_vectors.query(await self.embed(question), top_k, filter=flt)
-        records = await self.stores.chunks.get_many([h.id for h in hits])
+        query = await self.embed(question)
+        if self.ranking is not None:
+            hits = await self.ranking.chunks(self.stores.chunk_vectors, query, top_k)
+        else:
+            hits = [(h.id, h.score) for h in await self.stores.chunk_vectors.query(query, top_k)]
+        records = await self.stores.chunks.get_many([cid for cid, _ in hits])
         return [
-            ChunkItem.from_record(h.id, rec, "chunk_vectors", score=h.score)
-            for h, rec in zip(hits, records)
+            ChunkItem.from_record(cid, rec, "chunk_vectors", score=score)
+            for (cid, score), rec in zip(hits, records)
             if rec is not None
         ]
 
@@ -159,10 +154,12 @@ class Searcher:
         q = self.vectors[question]
         records = await self.stores.entity_vectors.get([ids.entity_id(key) for key, _ in hits])
         vectors = [rec.vector if rec is not None else None for rec in records]
-        if self.view is not None:
-            fresh = {i: entity_text(p) for i, ((key, _), p) in enumerate(zip(hits, props)) if key in self.view.recomputed}
-            await self.embed_all(fresh.values())
-            vectors = [self.vectors[fresh[i]] if i in fresh else v for i, v in enumerate(vectors)]
+        if self.ranking is not None:
+            recomputed = self.ranking.view.recomputed
+            fresh = {i: entity_text(p) for i, ((key, _), p) in enumerate(zip(hits, props)) if key in recomputed}
+            vectors = [*vectors]
+            for i, vector in zip(fresh, await self.ranking.fresh(list(fresh.values()))):
+                vectors[i] = vector
         # To the protocol's score precision: backends store vectors at different precisions.
         return [round(_cosine(v, q), 6) if v is not None else score for (_, score), v in zip(hits, vectors)]
 
@@ -206,57 +203,24 @@ class Searcher:
             if props is not None
         ]
 
-    def _k(self, top_k: int) -> int:
-        return top_k * OVERSAMPLE if self.scope else top_k
-
     # -- vector searches -----------------------------------------------------------
 
     async def _nearest_entities(self, query: np.ndarray, top_k: int, stage: str) -> list[EntityItem]:
-        async def items(hits: list[VectorHit]) -> list[EntityItem]:
-            keys = [str(h.metadata.get("key", "")) for h in hits]
-            return [EntityItem(props, stage, h.score, key=key)
-                    for key, props, h in zip(keys, await self.graph.get_nodes(keys), hits) if props is not None]
-
-        return await self._nearest(self.stores.entity_vectors, query, top_k, items, entity_text)
+        return await self._nearest(entity_index(self.stores), query, top_k, stage)
 
     async def _nearest_relations(self, query: np.ndarray, top_k: int, stage: str) -> list[RelationItem]:
-        async def items(hits: list[VectorHit]) -> list[RelationItem]:
-            pairs: list[Pair] = [(str(h.metadata.get("source", "")), str(h.metadata.get("target", ""))) for h in hits]
-            return [RelationItem(props, stage, h.score, key=pair)
-                    for pair, props, h in zip(pairs, await self.graph.get_edges(pairs), hits) if props is not None]
+        return await self._nearest(relation_index(self.stores), query, top_k, stage)
 
-        return await self._nearest(self.stores.relation_vectors, query, top_k, items, relation_text)
-
-    async def _nearest(self, index, query: np.ndarray, top_k: int, items_of, text_of) -> list:
-        """The ``top_k`` items nearest ``query`` in ``index``. Scoped: re-scored
-        (``_rescore``); while fewer than ``top_k`` reach the cut-off and the
-        index holds more, asked again for ``OVERSAMPLE`` times as many, up to
-        ``MAX_DEPTH`` times ``top_k``."""
-        asked = self._k(top_k)
-        while True:
-            hits = await index.query(query, asked)
-            items = await items_of(hits)
-            if self.view is None:
-                return items[:top_k]
-            kept = await self._rescore(items, hits, asked, query, text_of)
-            if len(kept) >= top_k or len(hits) < asked or asked >= top_k * MAX_DEPTH:
-                return kept[:top_k]
-            asked *= OVERSAMPLE
-
-    async def _rescore(self, items: list, hits: list[VectorHit], asked: int, query: np.ndarray, text_of) -> list:
-        """Scoped: items whose description the scope recomputed, scored against
-        it embedded fresh, and everything below the search's cut-off dropped,
-        best first; unscoped: ``items`` as they are."""
-        if self.view is None:
-            return items
-        fresh = [i for i in items if i.key in self.view.recomputed]
-        await self.embed_all(text_of(i.props) for i in fresh)
-        for item in fresh:
-            item.score = _cosine(self.vectors[text_of(item.props)], query)
-        cutoff = min(h.score for h in hits) if hits and len(hits) >= asked else -np.inf
-        kept = [i for i in items if i.score >= cutoff]
-        kept.sort(key=lambda i: -i.score)  # stable: equal scores keep the index's order
-        return kept
+    async def _nearest(self, index: VectorIndex, query: np.ndarray, top_k: int, stage: str) -> list:
+        """The ``top_k`` items nearest ``query`` in ``index``; scoped, as an
+        index of only the in-scope documents would rank them (``query/scoped.py``)."""
+        if self.ranking is not None:
+            return [index.item(f.props, stage, f.score, key=f.key)
+                    for f in await self.ranking.nearest(index, query, top_k)]
+        hits = await index.store.query(query, top_k)
+        keys = [index.key_of(h) for h in hits]
+        return [index.item(props, stage, h.score, key=key)
+                for key, props, h in zip(keys, await index.read(self.graph, keys), hits) if props is not None]
 
 
 def _cosine(a: object, b: object) -> float:
