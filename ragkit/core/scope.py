@@ -248,6 +248,7 @@ class ScopedGraph:
         self.graph = graph
         self.restrictor = restrictor
         self.scope = restrictor.scope
+        self.chunk_ids = self.scope.chunk_ids  # the in-scope documents' chunks (manual ones: `scope.holds`)
         self._raw_nodes: dict[str, dict[str, Any] | None] = {}
         self._raw_edges: dict[Pair, dict[str, Any] | None] = {}
         self._nodes: dict[str, dict[str, Any] | None] = {}

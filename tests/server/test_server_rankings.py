@@ -4,8 +4,9 @@ key's principal may read: the same items in the same order.
 Two real servers (the offline LLM, the feature-hashing embedder, whose scores
 tie often): one holds every document of ``ragkit.testing.access_corpus``,
 uploaded with its access list; the other holds, per principal, a workspace of
-only the documents that principal may read, inserted in another order (so no
-tie may fall by insertion order). Every mode's context (``/query/context``,
+only the documents that principal may read (with their lists, so that their
+identities agree; the principal reads all of them, on the unscoped path),
+inserted in another order (so no tie may fall by insertion order). Every mode's context (``/query/context``,
 ``top_k`` 1 and 2) and, at ``top_k`` 1, the prompt and the answer must agree.
 
 Troubleshooting: the failure lists each differing request and the first field
@@ -39,38 +40,52 @@ def _insert(c: httpx.Client, workspace: str, doc: Document) -> None:
     assert job["state"] == "done" and len(job["processed"]) == 1, job
 
 
-def _started(folder: Path) -> tuple[Server, KeyStore]:
+def _started(folder: Path, *keys: tuple) -> tuple[Server, list[str]]:
+    """A server started with keys made first (it refuses to start without)."""
     folder.mkdir()
-    return Server(folder).start(), KeyStore(folder / "server_keys.sqlite")
+    store = KeyStore(folder / "server_keys.sqlite")
+    tokens = [store.create(*key)[1] for key in keys]
+    return Server(folder).start(), tokens
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory) -> Iterator[tuple[Server, dict[str, str], Server, str]]:
-    """(the full server, a read key per principal, the readable-only server, its key)."""
+def servers(tmp_path_factory) -> Iterator[tuple[Server, dict[str, str], Server, dict[str, str]]]:
+    """(the full server, a read key per principal, the readable-only server,
+    a read key per principal there)."""
     base = tmp_path_factory.mktemp("rankings")
-    full, full_keys = _started(base / "full")
-    reference, reference_keys = _started(base / "reference")
+    # The writer may read every document it writes (the write rule): uma, in both groups.
+    writer = (["*"], "uma", ["finance", "legal"], "write")
+    readers = [(["*"], p.user, sorted(p.groups), "read") for p in PRINCIPALS.values()]
+    full, full_tokens = _started(base / "full", writer, *readers)
+    reference, ref_tokens = _started(base / "reference", writer, *readers)
     try:
-        with client(full, full_keys.create(["full"], "wendy", [], "write")[1]) as c:
+        with client(full, full_tokens[0]) as c:
             for doc in DOCS:
                 _insert(c, FULL, doc)
-        keys = {name: full_keys.create(["full"], p.user, sorted(p.groups), "read")[1] for name, p in PRINCIPALS.items()}
-        admin = reference_keys.create(["*"], "root", [], "admin")[1]
-        with client(reference, admin) as c:
+        # Each principal's readable documents alone, with their own lists (a
+        # document's identity is its content and its list, so ids agree), in
+        # another order; the principal reads all of them: the unscoped path.
+        with client(reference, ref_tokens[0]) as c:
             for name, principal in PRINCIPALS.items():
-                for doc in readable(principal):
+                for doc in listed(principal):
                     _insert(c, f"/w/ref-{name}", doc)
-        yield full, keys, reference, admin
+        yield full, dict(zip(PRINCIPALS, full_tokens[1:])), reference, dict(zip(PRINCIPALS, ref_tokens[1:]))
     finally:
         full.stop()
         reference.stop()
 
 
+def listed(principal) -> list[Document]:
+    """``readable``'s documents and order, each with its access list."""
+    by_content = {d.content: d for d in DOCS}
+    return [by_content[d.content] for d in readable(principal)]
+
+
 @pytest.mark.parametrize("name", sorted(PRINCIPALS))
 def test_every_route_and_mode_ranks_as_the_readable_only_server(servers, name):
-    full, keys, reference, admin = servers
+    full, keys, reference, ref_keys = servers
     differences, asked = [], 0
-    with client(full, keys[name]) as got_c, client(reference, admin) as want_c:
+    with client(full, keys[name]) as got_c, client(reference, ref_keys[name]) as want_c:
         for route, top_ks in ROUTES.items():
             for question in QUESTIONS:
                 for mode in MODES:
