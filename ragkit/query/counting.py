@@ -32,6 +32,19 @@ thousands of chunks with the descriptions of their entities and relations)."""
 _BY_TOKENIZER: weakref.WeakKeyDictionary[Tokenizer, TokenCounts] = weakref.WeakKeyDictionary()
 
 
+def kept_for(kept: weakref.WeakKeyDictionary, owner: object, make):
+    """``kept[owner]``, made by ``make(owner)`` the first time, for as long as
+    the owner lives; an owner that cannot be weakly referenced or hashed gets
+    a fresh one (kept for this call only)."""
+    try:
+        found = kept.get(owner)
+        if found is None:
+            found = kept[owner] = make(owner)
+        return found
+    except TypeError:
+        return make(owner)
+
+
 class TokenCounts:
     """Exact token counts by one tokenizer, the most recently used kept."""
 
@@ -48,13 +61,7 @@ class TokenCounts:
     def of(cls, tokenizer: Tokenizer) -> TokenCounts:
         """The counts kept for this tokenizer object, for as long as it lives
         (a ``RAG`` keeps its tokenizer, so its queries share them)."""
-        try:
-            counts = _BY_TOKENIZER.get(tokenizer)
-            if counts is None:
-                counts = _BY_TOKENIZER[tokenizer] = cls(tokenizer)
-            return counts
-        except TypeError:  # not weakly referenceable or not hashable: counts for this call only
-            return cls(tokenizer)
+        return kept_for(_BY_TOKENIZER, tokenizer, cls)
 
     def count(self, text: str) -> int:
         counts = self._counts

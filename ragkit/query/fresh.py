@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ragkit.protocols import Embedder
+from ragkit.query.counting import kept_for
 
 MAX_FLOATS = 1 << 24
 """Floats kept per embedder (64 MiB as float32: 43,000 vectors of 384
@@ -41,13 +42,7 @@ class FreshVectors:
     def of(cls, embedder: Embedder) -> FreshVectors:
         """The vectors kept for this embedder object, for as long as it lives
         (a ``RAG`` keeps its embedder, so its queries share them)."""
-        try:
-            found = _BY_EMBEDDER.get(embedder)
-            if found is None:
-                found = _BY_EMBEDDER[embedder] = cls(embedder)
-            return found
-        except TypeError:  # not weakly referenceable or not hashable: kept for this query only
-            return cls(embedder)
+        return kept_for(_BY_EMBEDDER, embedder, cls)
 
     async def vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Each text's vector (float32), embedding the ones not kept in

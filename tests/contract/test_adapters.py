@@ -50,16 +50,21 @@ def class_name(kind: str, name: str) -> str:
     return f"Test{PREFIX[kind]}_{re.sub(r'[^0-9A-Za-z_]', '_', name)}"
 
 
+def _config(info: AdapterInfo, tmp_path, options: dict) -> StoreConfig:
+    """A fresh workspace of the adapter's kind, for one test."""
+    return StoreConfig(
+        namespace="contract",
+        workspace=f"c{uuid.uuid4().hex[:12]}",
+        working_dir=tmp_path,
+        options=options,
+        dimension=VECTOR_DIMENSION if info.kind == "vector" else None,
+    )
+
+
 def _store_fixture(info: AdapterInfo):
     @pytest_asyncio.fixture
     async def adapter(self, tmp_path, ragkit_adapter_options):
-        config = StoreConfig(
-            namespace="contract",
-            workspace=f"c{uuid.uuid4().hex[:12]}",
-            working_dir=tmp_path,
-            options=ragkit_adapter_options(info),
-            dimension=VECTOR_DIMENSION if info.kind == "vector" else None,
-        )
+        config = _config(info, tmp_path, ragkit_adapter_options(info))
         store = create_store(info.kind, info.cls, config)
         await store.open()
         try:
@@ -86,13 +91,7 @@ def lease_class_name(info: AdapterInfo) -> str:
 def _lease_fixture(info: AdapterInfo):
     @pytest_asyncio.fixture
     async def adapter(self, tmp_path, ragkit_adapter_options):
-        config = StoreConfig(
-            namespace="contract",
-            workspace=f"c{uuid.uuid4().hex[:12]}",
-            working_dir=tmp_path,
-            options=ragkit_adapter_options(info),
-            dimension=VECTOR_DIMENSION if info.kind == "vector" else None,
-        )
+        config = _config(info, tmp_path, ragkit_adapter_options(info))
         opened = []
 
         async def make():
