@@ -128,3 +128,20 @@ async def _record(rag, doc):
     page = await rag.stores.doc_status.list_page(limit=100)
     (found,) = [r for r in page.items if r.file_path == doc.file_path]
     return found
+
+
+async def test_at_most_kept_principals_per_store_least_recently_used_first(acl_workdir, monkeypatch):
+    """Each kept scope holds its documents' and chunks' ids: the store keeps
+    ``KEPT`` principals, dropping the one unused longest."""
+    from ragkit.access import Principal
+    from ragkit.core.scope import ReadableScopes
+
+    monkeypatch.setattr(ReadableScopes, "KEPT", 3)
+    async with make_rag(acl_workdir) as rag:
+        kept = ReadableScopes.of(rag.stores.doc_status)
+        readers = [Principal(user=f"u{i}") for i in range(4)]
+        for reader in readers[:3]:
+            await readable(rag, reader)
+        await readable(rag, readers[0])  # used again: now the most recent
+        await readable(rag, readers[3])
+        assert list(kept.scopes) == [(p.user, p.groups) for p in (readers[2], readers[0], readers[3])]
