@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -145,10 +145,12 @@ class ReadableScopes:
     it, so a scope built from records newer than its generation is dropped at
     the next query, never kept past a write. A store without a generation
     (``None``) keeps nothing. At most ``KEPT`` principals (user and groups) per
-    store, the least recently used dropped first: each scope holds its
-    documents' and chunks' ids."""
+    store, holding at most ``KEPT_IDS`` document and chunk ids in all (about
+    180 bytes each: 26 MiB for a scope of 50,000 documents of two chunks), the
+    least recently used dropped first; the one just resolved is always kept."""
 
     KEPT = 32
+    KEPT_IDS = 1_000_000
     _by_store: weakref.WeakKeyDictionary[DocStatusStore, ReadableScopes] = weakref.WeakKeyDictionary()
 
     def __init__(self) -> None:
@@ -177,9 +179,13 @@ class ReadableScopes:
         scope = await _resolve(stores, None, None, principal)
         if scopes is self.scopes:  # else a newer generation came meanwhile: keep nothing of this one
             scopes[key] = scope
-            while len(scopes) > self.KEPT:
+            while len(scopes) > 1 and (len(scopes) > self.KEPT or _ids(scopes.values()) > self.KEPT_IDS):
                 scopes.popitem(last=False)
         return scope
+
+
+def _ids(scopes: Iterable[Scope | None]) -> int:
+    return sum(len(s.doc_ids) + len(s.chunk_ids) for s in scopes if s is not None)
 
 
 @dataclass

@@ -145,3 +145,22 @@ async def test_at_most_kept_principals_per_store_least_recently_used_first(acl_w
         await readable(rag, readers[0])  # used again: now the most recent
         await readable(rag, readers[3])
         assert list(kept.scopes) == [(p.user, p.groups) for p in (readers[2], readers[0], readers[3])]
+
+
+async def test_kept_scopes_hold_at_most_kept_ids(acl_workdir, monkeypatch):
+    """A bound on the ids all kept scopes hold: older scopes go first, the one
+    just resolved stays even alone over the bound."""
+    from ragkit.access import Principal
+    from ragkit.core.scope import ReadableScopes
+
+    async with make_rag(acl_workdir) as rag:
+        kept = ReadableScopes.of(rag.stores.doc_status)
+        one = await resolve_scope(rag.stores, None, None, Principal(user="u0"))
+        size = len(one.doc_ids) + len(one.chunk_ids)
+        monkeypatch.setattr(ReadableScopes, "KEPT_IDS", 2 * size)
+        for i in range(1, 4):
+            await readable(rag, Principal(user=f"u{i}"))
+        assert [user for user, _ in kept.scopes] == ["u2", "u3"]
+        monkeypatch.setattr(ReadableScopes, "KEPT_IDS", 0)
+        await readable(rag, ALICE)
+        assert list(kept.scopes) == [(ALICE.user, ALICE.groups)]
