@@ -1,7 +1,7 @@
 """One deliberately broken adapter per protocol rule issue 19 added (and the
-writer lock's and the doc-status generation's rules since): each subclasses a reference adapter and breaks
-exactly the rule named by its ``violates`` attribute, the way a real backend
-tends to (a case-folding collation, an OFFSET scan, a ``>`` pushed down for
+writer lock's and the doc-status generation's rules since): each subclasses a
+reference adapter and breaks exactly the rule named by its ``violates``
+attribute, the way a real backend tends to (a case-folding collation, an OFFSET scan, a ``>`` pushed down for
 ``min_score``, a lease renewed without comparing its owner...).
 ``tests/testing/test_rules_catch_broken.py`` runs the matching contract
 against each and asserts that the tests checking that rule fail.
