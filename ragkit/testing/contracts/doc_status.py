@@ -634,6 +634,18 @@ class DocStatusMachine(AsyncStoreMachine):
     def __init__(self) -> None:
         super().__init__()
         self.model: dict[str, DocStatusRecord] = {}
+        self.generation = self.run(self.store.generation())
+
+    def wrote(self, changed: bool) -> None:
+        """[doc_status.generation.every-write]: larger after a write that
+        changed records, never smaller (also across drop and reopen)."""
+        if Capability.GENERATION not in self.caps:
+            return
+        now = self.run(self.store.generation())
+        assert isinstance(now, int) and (now > self.generation if changed else now >= self.generation), (
+            f"generation {self.generation} -> {now} after a write{' that changed records' if changed else ''}"
+        )
+        self.generation = now
 
     @initialize(data=st.data(), ids=st.lists(_IDS, min_size=2, max_size=5, unique=True))
     def seed(self, data, ids):
@@ -645,6 +657,7 @@ class DocStatusMachine(AsyncStoreMachine):
         self.run(self.store.upsert(recs))
         for r in recs:
             self.model[r.id] = r.model_copy(deep=True)
+        self.wrote(True)
 
     @rule(id=_IDS | st.just("never"), to=st.sampled_from(list(DocStatus)), error=st.none() | _TEXT)
     def transition(self, id, to, error):
@@ -652,6 +665,7 @@ class DocStatusMachine(AsyncStoreMachine):
         if current is None or to not in ALLOWED_TRANSITIONS[current.status]:
             with pytest.raises(InvalidTransitionError):
                 self.run(self.store.transition(id, to, error=error))
+            self.wrote(False)
             return
         out = self.run(self.store.transition(id, to, error=error))
         expected = current.model_copy(update={
@@ -660,6 +674,7 @@ class DocStatusMachine(AsyncStoreMachine):
         diff = _diff(expected, out)
         assert diff is None, f"transition({id!r}, {to}): {diff}"
         self.model[id] = out.model_copy(deep=True)
+        self.wrote(True)
 
     @precondition(lambda self: bool(self.model))
     @rule(data=st.data(), to=st.sampled_from(list(DocStatus)), error=st.none() | _TEXT)
@@ -674,8 +689,10 @@ class DocStatusMachine(AsyncStoreMachine):
     @rule(ids=st.lists(_IDS | st.just("never"), max_size=3))
     def delete(self, ids):
         self.run(self.store.delete(ids))
+        present = [i for i in ids if i in self.model]
         for i in ids:
             self.model.pop(i, None)
+        self.wrote(bool(present))
 
     @rule(ids=st.lists(_IDS | st.just("never"), max_size=5))
     def get(self, ids):
@@ -696,11 +713,13 @@ class DocStatusMachine(AsyncStoreMachine):
     def drop(self):
         self.run(self.store.drop())
         self.model.clear()
+        self.wrote(True)
 
     @precondition(lambda self: self.may_reopen(bool(self.model)))
     @rule()
     def reopen(self):
         self.reopen_store()
+        self.wrote(False)
 
     @invariant()
     def counts_match(self):
@@ -712,7 +731,9 @@ class DocStatusStateMachineTests:
         """Random sequences of upserts (random statuses, timestamps, fields),
         transitions (allowed and refused), deletes, gets, full paging walks with
         random limits and status filters, drop and (if PERSISTENT) close/reopen
-        agree with a dict; ``counts()`` compared after every step.
+        agree with a dict; ``counts()`` compared after every step, and (if
+        GENERATION) the generation larger after every write that changed
+        records, never smaller.
 
         Troubleshoot: hypothesis prints the shortest failing step sequence;
         replay it against the adapter.
