@@ -75,9 +75,10 @@ class DocStatusStore(KeyedStore):
 
     Adapters implement the hooks ``_get``, ``_upsert``, ``_delete``, ``_counts``,
     ``_list_page`` and ``_drop`` (``_transition`` optionally, to make the
-    check-and-set atomic; ``_generation`` with ``Capability.GENERATION``). Records travel as JSON text (``StatusRow.data``):
-    the public methods validate, encode and decode them, so every backend keeps
-    the same fields with the same precision.
+    check-and-set atomic; ``_generation`` with ``Capability.GENERATION``).
+    Records travel as JSON text (``StatusRow.data``): the public methods
+    validate, encode and decode them, so every backend keeps the same fields
+    with the same precision.
     """
 
     @template("_get")
