@@ -17,7 +17,9 @@ this to every graph read. The query side (``query/search.py``), the graph reads
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -28,7 +30,7 @@ from ragkit.core.extraction import Fragment, entity_properties, relation_propert
 from ragkit.core.keys import MANUAL_DOC, Pair, entity_key, is_manual
 from ragkit.core.stores import Stores
 from ragkit.errors import InvalidValueError
-from ragkit.protocols import GraphStore
+from ragkit.protocols import DocStatusStore, GraphStore
 from ragkit.protocols.vector import matches_filter
 from ragkit.schema import DocStatus, DocStatusRecord, Entity, Relation
 
@@ -99,9 +101,21 @@ async def resolve_scope(
     With a principal, the scope is the processed documents it may read, narrowed
     by ``doc_ids`` and ``doc_filter``; a principal that may read every document
     in the workspace (of any status: one being committed shows in the graph
-    already) reads unrestricted, exactly as without one."""
+    already) reads unrestricted, exactly as without one. A principal's own
+    scope (no ``doc_ids``, no filter) is kept while the records stay as they
+    are (``ReadableScopes``)."""
     if principal is None and doc_ids is None and not doc_filter:
         return None
+    if principal is not None and doc_ids is None and not doc_filter:
+        return await ReadableScopes.of(stores.doc_status).scope(stores, principal)
+    return await _resolve(stores, doc_ids, doc_filter, principal)
+
+
+async def _resolve(
+    stores: Stores, doc_ids: list[str] | None, doc_filter: Mapping[str, Any] | None,
+    principal: Principal | None,
+) -> Scope | None:
+    """``resolve_scope`` from the records as they are now."""
     if doc_ids is not None:
         records = [r for r in await stores.doc_status.get(list(dict.fromkeys(doc_ids))) if r is not None]
     elif principal is not None:
@@ -119,6 +133,59 @@ async def resolve_scope(
         except InvalidValueError as exc:
             raise InvalidValueError(f"document filter: {exc}") from exc
     return Scope.of([r for r in records if r.status is DocStatus.PROCESSED])
+
+
+class ReadableScopes:
+    """The scopes of principals reading without ``doc_ids`` or a filter, kept
+    per doc-status store while its generation ([doc_status.generation.every-write])
+    stays: without them, every query made as a principal would read every
+    status record, a cost that grows with the workspace.
+
+    The generation is read *before* the records: a write after that read moves
+    it, so a scope built from records newer than its generation is dropped at
+    the next query, never kept past a write. A store without a generation
+    (``None``) keeps nothing. At most ``KEPT`` principals (user and groups) per
+    store, holding at most ``KEPT_IDS`` document and chunk ids in all (about
+    180 bytes each: 26 MiB for a scope of 50,000 documents of two chunks), the
+    least recently used dropped first; the one just resolved is always kept."""
+
+    KEPT = 32
+    KEPT_IDS = 1_000_000
+    _by_store: weakref.WeakKeyDictionary[DocStatusStore, ReadableScopes] = weakref.WeakKeyDictionary()
+
+    def __init__(self) -> None:
+        self.generation: int | None = None
+        self.scopes: OrderedDict[tuple[str, frozenset[str]], Scope | None] = OrderedDict()
+
+    @classmethod
+    def of(cls, store: DocStatusStore) -> ReadableScopes:
+        """The scopes kept for this store instance (one per open workspace)."""
+        kept = cls._by_store.get(store)
+        if kept is None:
+            kept = cls._by_store[store] = cls()
+        return kept
+
+    async def scope(self, stores: Stores, principal: Principal) -> Scope | None:
+        generation = await stores.doc_status.generation()
+        if generation is None:
+            return await _resolve(stores, None, None, principal)
+        if generation != self.generation:
+            self.generation, self.scopes = generation, OrderedDict()
+        key = (principal.user, principal.groups)
+        if key in self.scopes:
+            self.scopes.move_to_end(key)
+            return self.scopes[key]
+        scopes = self.scopes
+        scope = await _resolve(stores, None, None, principal)
+        if scopes is self.scopes:  # else a newer generation came meanwhile: keep nothing of this one
+            scopes[key] = scope
+            while len(scopes) > 1 and (len(scopes) > self.KEPT or _ids(scopes.values()) > self.KEPT_IDS):
+                scopes.popitem(last=False)
+        return scope
+
+
+def _ids(scopes: Iterable[Scope | None]) -> int:
+    return sum(len(s.doc_ids) + len(s.chunk_ids) for s in scopes if s is not None)
 
 
 @dataclass

@@ -111,6 +111,10 @@ class Capability(str, Enum):
     """An LLM honours ``ChatRequest.json_mode``."""
     DETERMINISTIC = "deterministic"
     """A model returns the same output for the same input, every call."""
+    GENERATION = "generation"
+    """A doc-status store keeps a generation counter that every write bumps
+    (``DocStatusStore.generation``), shared by every instance over the same
+    backend: readers may keep what they derived from the records until it moves."""
 
 
 class NoOptions(BaseModel):

@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from ragkit.errors import InvalidTransitionError, InvalidValueError, describe_validation_error
-from ragkit.protocols.base import KeyedStore, in_order, storable_key, template, unique_keys
+from ragkit.errors import InvalidTransitionError, InvalidValueError, StoreError, describe_validation_error
+from ragkit.protocols.base import Capability, KeyedStore, in_order, storable_key, template, unique_keys
 from ragkit.schema import (
     ALLOWED_TRANSITIONS,
     DocStatus,
@@ -60,11 +60,25 @@ class DocStatusStore(KeyedStore):
     - [doc_status.transition.lifecycle] ``transition`` follows
       ``ALLOWED_TRANSITIONS`` and refuses a missing document.
 
+    With ``Capability.GENERATION`` (optional; ``generation()`` is ``None`` without it):
+
+    - [doc_status.generation.every-write] ``generation()`` is an integer that
+      every write changing the records (``upsert``, ``transition``, ``delete``
+      of a present id, ``drop`` of a non-empty store) makes larger, atomically
+      with the write: a reader that sees the new number sees the write. Reads
+      leave it as it is; writes made at once each count (``n`` concurrent
+      writes raise it by at least ``n``); it never goes back, also across
+      ``drop``, close and reopen.
+    - [doc_status.generation.shared] Every instance over the same backend
+      (another connection, another process) sees the same number, so a write
+      made through one invalidates what readers of the others derived.
+
     Adapters implement the hooks ``_get``, ``_upsert``, ``_delete``, ``_counts``,
     ``_list_page`` and ``_drop`` (``_transition`` optionally, to make the
-    check-and-set atomic). Records travel as JSON text (``StatusRow.data``):
-    the public methods validate, encode and decode them, so every backend keeps
-    the same fields with the same precision.
+    check-and-set atomic; ``_generation`` with ``Capability.GENERATION``).
+    Records travel as JSON text (``StatusRow.data``): the public methods
+    validate, encode and decode them, so every backend keeps the same fields
+    with the same precision.
     """
 
     @template("_get")
@@ -125,6 +139,21 @@ class DocStatusStore(KeyedStore):
         await self._fenced()
         return await self._transition(id, to, error)
 
+    @template("_generation")
+    async def generation(self) -> int | None:
+        """The records' generation: larger after every write, the same in every
+        instance over this backend ([doc_status.generation.every-write]).
+        ``None`` when the adapter does not declare ``Capability.GENERATION``:
+        then nothing derived from the records may be kept across reads (the
+        access checks read every record on each query instead)."""
+        self._check_open()
+        if Capability.GENERATION not in self.capabilities:
+            return None
+        value = await self._generation()
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise StoreError(f"{type(self).__name__}._generation() returned {value!r}, not an int")
+        return value
+
     async def _count(self) -> int:
         """Derived from ``_counts``; an adapter may count directly."""
         return sum((await self.counts()).values())
@@ -149,6 +178,11 @@ class DocStatusStore(KeyedStore):
     ) -> Sequence[str | bytes | DocStatusRecord]:
         """Up to ``limit`` records (JSON texts, or records) of ``status`` (or all)
         whose ids come after ``after`` (all if None), ordered by id (code point order)."""
+
+    async def _generation(self) -> int:
+        """The stored generation (0 before the first write); needed with
+        ``Capability.GENERATION``. Bump it in the same transaction as each write."""
+        raise NotImplementedError(f"{type(self).__name__} declares Capability.GENERATION but has no _generation()")
 
     async def _transition(self, id: str, to: DocStatus, error: str | None) -> DocStatusRecord:
         """Read, check and write back; override to make it one atomic check-and-set."""

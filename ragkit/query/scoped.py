@@ -33,9 +33,10 @@ Self-computed scores use the built-in store's arithmetic (``store_scores``):
 computed otherwise, a score can round across a 6-decimal boundary and split a
 tie that the readable-only index keeps.
 
-Cost: the extractions of the smaller side are read once per query (a scoped
-query reads every status record already, ``core/scope.py``), and the
-recomputed items' descriptions rebuilt; each distinct description is embedded
+Cost: the extractions of the smaller side are read once per query (a cost of
+the index's size, not of the number of documents: a principal's scope itself is
+kept across queries, ``core/scope.py``), and the recomputed items' descriptions
+rebuilt; each distinct description is embedded
 once per process. Unscoped queries never come here.
 """
 

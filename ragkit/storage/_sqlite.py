@@ -193,12 +193,14 @@ class SQLiteStore(BaseStore):
     async def _drop(self) -> None:
         with self.db.transaction() as conn:
             conn.execute(f"DELETE {self._where()}", self._scope)
+            self.wrote(conn)
 
     async def _delete(self, keys: list[str]) -> None:
         with self.db.transaction() as conn:
             for part in chunked(keys):
                 marks = ",".join("?" * len(part))
                 conn.execute(f"DELETE {self._where(f' AND {self.key} IN ({marks})')}", (*self._scope, *part))
+            self.wrote(conn)
 
     def select(self, column: str, keys: list[str]) -> dict[str, Any]:
         """``{key: column}`` of the stored rows among ``keys``."""
@@ -232,3 +234,9 @@ class SQLiteStore(BaseStore):
         """``sql`` for each row, in one transaction."""
         with self.db.transaction() as conn:
             conn.executemany(sql, rows)
+            self.wrote(conn)
+
+    def wrote(self, conn: sqlite3.Connection) -> None:
+        """Runs inside every write's transaction, after its statements: a store
+        that keeps something per write (the doc-status generation) adds it here,
+        so it commits or rolls back with the write."""

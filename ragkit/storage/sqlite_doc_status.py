@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
+from typing import ClassVar
+
+from ragkit.protocols.base import Capability
 from ragkit.protocols.doc_status import DocStatusStore, StatusRow
 from ragkit.schema import DocStatus
 from ragkit.storage._sqlite import SQLiteStore
@@ -11,8 +15,12 @@ class SQLiteDocStatusStore(SQLiteStore, DocStatusStore):
     """Status records as JSON in ``<working_dir>/<workspace>/ragkit.sqlite``.
 
     Listings use keyset pagination on ``id`` (the cursor is the last id of the
-    previous page), through an index on (status, id).
+    previous page), through an index on (status, id). The generation is a row
+    of ``doc_status_generation`` that every write's transaction increments
+    (``wrote``): other connections and processes read it from the same file.
     """
+
+    capabilities: ClassVar[frozenset[Capability]] = SQLiteStore.capabilities | {Capability.GENERATION}
 
     table = "doc_status"
     key = "id"
@@ -26,7 +34,13 @@ class SQLiteDocStatusStore(SQLiteStore, DocStatusStore):
         PRIMARY KEY (workspace, namespace, id)
     );
     CREATE INDEX IF NOT EXISTS doc_status_by_status
-        ON doc_status (workspace, namespace, status, id)
+        ON doc_status (workspace, namespace, status, id);
+    CREATE TABLE IF NOT EXISTS doc_status_generation (
+        workspace TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        PRIMARY KEY (workspace, namespace)
+    )
     """
 
     async def _get(self, ids: list[str]) -> dict[str, str]:
@@ -41,6 +55,21 @@ class SQLiteDocStatusStore(SQLiteStore, DocStatusStore):
         if status is None:
             return self.page("data", after, limit)
         return self.page("data", after, limit, " AND status = ?", (status.value,))
+
+    async def _generation(self) -> int:
+        row = self.db.fetchone(
+            "SELECT generation FROM doc_status_generation WHERE workspace = ? AND namespace = ?", self._scope
+        )
+        return int(row[0]) if row else 0
+
+    def wrote(self, conn: sqlite3.Connection) -> None:
+        # Not deleted by drop(): a counter that restarted could come back to a
+        # number a reader kept, for other records.
+        conn.execute(
+            "INSERT INTO doc_status_generation (workspace, namespace, generation) VALUES (?, ?, 1) "
+            "ON CONFLICT (workspace, namespace) DO UPDATE SET generation = generation + 1",
+            self._scope,
+        )
 
     async def _upsert(self, rows: list[StatusRow]) -> None:
         self.write(

@@ -1,7 +1,7 @@
 """One deliberately broken adapter per protocol rule issue 19 added (and the
-writer lock's rules since): each subclasses a reference adapter and breaks
-exactly the rule named by its ``violates`` attribute, the way a real backend
-tends to (a case-folding collation, an OFFSET scan, a ``>`` pushed down for
+writer lock's and the doc-status generation's rules since): each subclasses a
+reference adapter and breaks exactly the rule named by its ``violates``
+attribute, the way a real backend tends to (a case-folding collation, an OFFSET scan, a ``>`` pushed down for
 ``min_score``, a lease renewed without comparing its owner...).
 ``tests/testing/test_rules_catch_broken.py`` runs the matching contract
 against each and asserts that the tests checking that rule fail.
@@ -220,6 +220,41 @@ class ExtraEmptyPageDocStatusStore(SQLiteDocStatusStore):
         self._check_open()
         items = [_record(data) for data in await self._list_page(status, limit, cursor)]
         return DocStatusPage(items=items, next_cursor=items[-1].id if len(items) == limit else None)
+
+
+class DeleteKeepsGenerationDocStatusStore(SQLiteDocStatusStore):
+    """Bumps the generation on upserts and drops but not on deletes: a reader
+    keeps showing a deleted document."""
+
+    violates: ClassVar[str] = "doc_status.generation.every-write"
+    defect: ClassVar[str] = "delete() leaves the generation as it was"
+    _deleting = False
+
+    async def _delete(self, ids: list[str]) -> None:
+        self._deleting = True
+        try:
+            await super()._delete(ids)
+        finally:
+            self._deleting = False
+
+    def wrote(self, conn: Any) -> None:
+        if not self._deleting:
+            super().wrote(conn)
+
+
+class InstanceGenerationDocStatusStore(SQLiteDocStatusStore):
+    """Counts its own writes in memory: another connection or process never
+    sees them, and a reopened store starts again from 0."""
+
+    violates: ClassVar[str] = "doc_status.generation.shared"
+    defect: ClassVar[str] = "the generation lives in the instance, not in the backend"
+    _written = 0
+
+    async def _generation(self) -> int:
+        return self._written
+
+    def wrote(self, conn: Any) -> None:
+        self._written += 1
 
 
 # -- models ------------------------------------------------------------------------------
@@ -534,7 +569,9 @@ STORE_BREAKERS: dict[str, tuple[type, ...]] = {
         StringlyFilterVectorStore,
     ),
     "GraphStoreContract": (FirstWinsEdgesGraphStore, SavesWhatItDiscardsGraphStore),
-    "DocStatusStoreContract": (ExtraEmptyPageDocStatusStore,),
+    "DocStatusStoreContract": (
+        ExtraEmptyPageDocStatusStore, DeleteKeepsGenerationDocStatusStore, InstanceGenerationDocStatusStore,
+    ),
 }
 MODEL_BREAKERS: dict[str, tuple[type, ...]] = {
     "LLMContract": (RepeatBlindIdLLM, PassThroughBlindIdLLM, LastRequestLLM, StrippingStreamLLM),

@@ -162,6 +162,7 @@ class RedisStore(BaseStore):
                 pipe.unlink(*(self.record_key(k) for k in keys))
                 for index in self.indexes:
                     pipe.zrem(index, *members)
+                self.wrote(pipe)
                 await pipe.execute()
 
     async def _drop(self) -> None:
@@ -177,4 +178,9 @@ class RedisStore(BaseStore):
                     pipe.unlink(*(self._record_prefix + m for m in members))
                     for index in indexes:
                         pipe.zrem(index, *members)
+                    self.wrote(pipe)
                     await pipe.execute()
+
+    def wrote(self, pipe: Any) -> None:
+        """Queues what a store keeps per write at the end of each write's
+        ``MULTI`` (the doc-status generation), so it applies with the write."""

@@ -8,8 +8,9 @@ and the records with ``MGET``: an id present for the whole listing is seen
 once, and a record deleted or moved to another status between the two reads
 is skipped (it was not present for the whole listing).
 
-Every write is one ``MULTI``/``EXEC``: records, the id index and the status
-sets change together. ``transition`` is a check-and-set (``WATCH`` the record,
+Every write is one ``MULTI``/``EXEC``: records, the id index, the status
+sets and the generation (``...:gen``, an ``INCR``; never deleted, so it only
+grows) change together. ``transition`` is a check-and-set (``WATCH`` the record,
 retry if another client changed it first), so concurrent transitions of one
 document cannot both pass the lifecycle check.
 """
@@ -40,13 +41,14 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
     name: ClassVar[str] = "redis"
     kind = "doc_status"
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.PERSISTENT, Capability.TRANSACTIONAL, Capability.CONCURRENT_WRITES}
+        {Capability.PERSISTENT, Capability.TRANSACTIONAL, Capability.CONCURRENT_WRITES, Capability.GENERATION}
     )
     Options: ClassVar[type[RedisOptions]] = RedisOptions
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
         self.status_keys = {s: f"{self.base}:s:{s.value}".encode() for s in DocStatus}
+        self.generation_key = f"{self.base}:gen".encode()
 
     @property
     def indexes(self) -> list[bytes]:
@@ -60,6 +62,10 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
 
     async def _get(self, ids: list[str]) -> dict[str, bytes]:
         return await self.fetch(ids)
+
+    async def _generation(self) -> int:
+        async with self.errors("read the generation"):
+            return int(await self.client.get(self.generation_key) or 0)
 
     async def _counts(self) -> dict[DocStatus, int]:
         async with self.errors("count statuses"):
@@ -99,6 +105,10 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
                 pipe.zrem(key, *others)
             if members:
                 pipe.zadd(key, {m: 0 for m in members})
+        self.wrote(pipe)
+
+    def wrote(self, pipe: Any) -> None:
+        pipe.incr(self.generation_key)
 
     async def _upsert(self, rows: list[StatusRow]) -> None:
         async with self.errors("write statuses"):

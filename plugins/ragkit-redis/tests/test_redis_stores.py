@@ -92,7 +92,7 @@ async def test_kv_hot_paths_send_batched_commands_and_never_keys(stores, make_co
 
 async def test_doc_status_hot_paths_send_batched_commands_and_never_keys(stores, make_config, redis_url):
     """Doc-status writes are one MULTI/EXEC (record, id index, status sets
-    together); counts are one transaction of a ZCARD per status; a page is a
+    and the generation's INCR together); counts are one transaction of a ZCARD per status; a page is a
     ZRANGEBYLEX and an MGET.
 
     Troubleshoot: as for KV; counts() must not list documents to count them.
@@ -104,14 +104,15 @@ async def test_doc_status_hot_paths_send_batched_commands_and_never_keys(stores,
     async with monitored(docs, redis_url) as commands:
         sent = await commands(lambda: docs.upsert(batch))
         assert sent[0] == "MULTI" and sent[-1] == "EXEC" and sent.count("MSET") == 1, sent
-        assert len(sent) <= 2 + 2 + 2 * len(DocStatus), f"commands do not grow with the batch: {sent}"
+        assert len(sent) <= 2 + 2 + 2 * len(DocStatus) + 1, f"commands do not grow with the batch: {sent}"
+        assert sent[-2] == "INCR", f"the generation is not bumped in the write's transaction: {sent}"
         assert await commands(docs.counts) == ["MULTI"] + ["ZCARD"] * len(DocStatus) + ["EXEC"]
         assert await commands(lambda: docs.list_page(DocStatus.FAILED, limit=10)) == ["ZRANGEBYLEX", "MGET"]
         assert await commands(lambda: docs.get(["d001", "d002", "zz"])) == ["MGET"]
         sent = await commands(lambda: docs.transition("d000", DocStatus.PROCESSING))
         assert sent[:2] == ["WATCH", "GET"] and sent[2] == "MULTI" and sent[-1] == "EXEC", sent
         sent = await commands(lambda: docs.delete(["d001", "d002"]))
-        assert sent == ["MULTI", "UNLINK", "ZREM"] + ["ZREM"] * len(DocStatus) + ["EXEC"], sent
+        assert sent == ["MULTI", "UNLINK", "ZREM"] + ["ZREM"] * len(DocStatus) + ["INCR", "EXEC"], sent
     assert (await docs.counts())[DocStatus.PROCESSING] == len(batch) // 4  # d000 in, d001 deleted
 
 

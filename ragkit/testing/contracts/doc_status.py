@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -508,6 +510,89 @@ class DocStatusConcurrencyTests:
         assert errors == [f"t{t}" for t in range(40)]
 
 
+@contextlib.asynccontextmanager
+async def twin(store: DocStatusStore) -> AsyncIterator[DocStatusStore]:
+    """A second instance over the same config, open beside ``store`` (its own
+    connection); closed, not dropped, on exit: the data is ``store``'s."""
+    other = type(store)(store.config)
+    await other.open()
+    try:
+        yield other
+    finally:
+        await other.close()
+
+
+class DocStatusGenerationTests:
+    @needs(Capability.GENERATION)
+    @checks("doc_status.generation.every-write")
+    async def test_generation_grows_with_every_write(self, adapter):
+        """(GENERATION) ``generation()`` is an int that grows with each upsert,
+        transition, delete of a present id and drop of a non-empty store, and
+        stays as it is across gets, listings and counts.
+
+        Troubleshoot: bump the counter in the same transaction as every write
+        hook (``_upsert``, ``_delete``, ``_drop``, ``_transition``); reading
+        must not bump it, or no reader can ever keep anything.
+        """
+        seen = [await adapter.generation()]
+
+        async def grew(what: str) -> None:
+            now = await adapter.generation()
+            assert isinstance(now, int) and now > seen[-1], f"generation {seen[-1]} -> {now} after {what}"
+            seen.append(now)
+
+        await adapter.upsert([record("a"), record("b")])
+        await grew("upsert")
+        await adapter.get(["a", "x"])
+        await adapter.list_page(None, 1)
+        await adapter.counts()
+        assert await adapter.generation() == seen[-1], "a read changed the generation"
+        await adapter.upsert([record("a", DocStatus.PENDING, metadata={"k": 1})])
+        await grew("a replacing upsert")
+        await adapter.transition("a", DocStatus.PROCESSING)
+        await grew("transition")
+        await adapter.delete(["b"])
+        await grew("delete")
+        await adapter.drop()
+        await grew("drop")
+
+    @needs(Capability.GENERATION)
+    @checks("doc_status.generation.every-write")
+    async def test_concurrent_writes_each_raise_the_generation(self, adapter):
+        """(GENERATION) 20 upserts at once raise the generation by at least 20.
+
+        Troubleshoot: read-increment-write of the counter across an ``await``
+        loses bumps; increment in the backend (``UPDATE ... + 1``, ``INCR``).
+        """
+        before = await adapter.generation()
+        await asyncio.gather(*(adapter.upsert([record(f"c{i}")]) for i in range(20)))
+        after = await adapter.generation()
+        assert after - before >= 20, f"20 concurrent upserts raised the generation from {before} to {after}"
+
+    @needs(Capability.GENERATION)
+    @checks("doc_status.generation.shared", "doc_status.generation.every-write")
+    async def test_generation_is_shared_and_survives_reopen(self, adapter):
+        """(GENERATION) A second instance over the same config reads the same
+        generation; a write through either raises what the other reads; close
+        and reopen keep it.
+
+        Troubleshoot: keep the counter in the backend, beside the records, not
+        in the instance's memory.
+        """
+        await adapter.upsert([record("a")])
+        async with twin(adapter) as other:
+            assert await other.generation() == await adapter.generation()
+            before = await adapter.generation()
+            await other.upsert([record("b")])
+            assert await adapter.generation() > before, "a write through another instance went unseen"
+            before = await other.generation()
+            await adapter.delete(["a"])
+            assert await other.generation() > before
+        kept = await adapter.generation()
+        async with reopened(adapter) as again:
+            assert await again.generation() == kept
+
+
 # -- differential state machine ------------------------------------------------------
 
 # Confusables too ([store.keys.exact]): case, NFC/NFD, ß/SS.
@@ -549,6 +634,18 @@ class DocStatusMachine(AsyncStoreMachine):
     def __init__(self) -> None:
         super().__init__()
         self.model: dict[str, DocStatusRecord] = {}
+        self.generation = self.run(self.store.generation())
+
+    def wrote(self, changed: bool) -> None:
+        """[doc_status.generation.every-write]: larger after a write that
+        changed records, never smaller (also across drop and reopen)."""
+        if Capability.GENERATION not in self.caps:
+            return
+        now = self.run(self.store.generation())
+        assert isinstance(now, int) and (now > self.generation if changed else now >= self.generation), (
+            f"generation {self.generation} -> {now} after a write{' that changed records' if changed else ''}"
+        )
+        self.generation = now
 
     @initialize(data=st.data(), ids=st.lists(_IDS, min_size=2, max_size=5, unique=True))
     def seed(self, data, ids):
@@ -560,6 +657,7 @@ class DocStatusMachine(AsyncStoreMachine):
         self.run(self.store.upsert(recs))
         for r in recs:
             self.model[r.id] = r.model_copy(deep=True)
+        self.wrote(True)
 
     @rule(id=_IDS | st.just("never"), to=st.sampled_from(list(DocStatus)), error=st.none() | _TEXT)
     def transition(self, id, to, error):
@@ -567,6 +665,7 @@ class DocStatusMachine(AsyncStoreMachine):
         if current is None or to not in ALLOWED_TRANSITIONS[current.status]:
             with pytest.raises(InvalidTransitionError):
                 self.run(self.store.transition(id, to, error=error))
+            self.wrote(False)
             return
         out = self.run(self.store.transition(id, to, error=error))
         expected = current.model_copy(update={
@@ -575,6 +674,7 @@ class DocStatusMachine(AsyncStoreMachine):
         diff = _diff(expected, out)
         assert diff is None, f"transition({id!r}, {to}): {diff}"
         self.model[id] = out.model_copy(deep=True)
+        self.wrote(True)
 
     @precondition(lambda self: bool(self.model))
     @rule(data=st.data(), to=st.sampled_from(list(DocStatus)), error=st.none() | _TEXT)
@@ -589,8 +689,10 @@ class DocStatusMachine(AsyncStoreMachine):
     @rule(ids=st.lists(_IDS | st.just("never"), max_size=3))
     def delete(self, ids):
         self.run(self.store.delete(ids))
+        present = [i for i in ids if i in self.model]
         for i in ids:
             self.model.pop(i, None)
+        self.wrote(bool(present))
 
     @rule(ids=st.lists(_IDS | st.just("never"), max_size=5))
     def get(self, ids):
@@ -611,11 +713,13 @@ class DocStatusMachine(AsyncStoreMachine):
     def drop(self):
         self.run(self.store.drop())
         self.model.clear()
+        self.wrote(True)
 
     @precondition(lambda self: self.may_reopen(bool(self.model)))
     @rule()
     def reopen(self):
         self.reopen_store()
+        self.wrote(False)
 
     @invariant()
     def counts_match(self):
@@ -627,7 +731,9 @@ class DocStatusStateMachineTests:
         """Random sequences of upserts (random statuses, timestamps, fields),
         transitions (allowed and refused), deletes, gets, full paging walks with
         random limits and status filters, drop and (if PERSISTENT) close/reopen
-        agree with a dict; ``counts()`` compared after every step.
+        agree with a dict; ``counts()`` compared after every step, and (if
+        GENERATION) the generation larger after every write that changed
+        records, never smaller.
 
         Troubleshoot: hypothesis prints the shortest failing step sequence;
         replay it against the adapter.
@@ -641,6 +747,7 @@ class DocStatusStoreContract(
     DocStatusStateMachineTests,
     DocStatusEdgeCaseTests,
     FencingTests,
+    DocStatusGenerationTests,
     DocStatusConcurrencyTests,
     DocStatusLifecycleTests,
     DocStatusTransitionTests,

@@ -1,0 +1,72 @@
+"""A principal's scope kept over Redis doc status (``ragkit.core.scope.ReadableScopes``)
+follows writes made by another process.
+
+Troubleshoot: every doc-status write must ``INCR`` the generation key inside
+its ``MULTI`` (``RedisDocStatusStore.wrote``); a process keeps a scope only
+while that number stays.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timezone
+from types import SimpleNamespace
+
+from ragkit.access import AccessList, Principal
+from ragkit.core.scope import ReadableScopes, resolve_scope
+from ragkit.schema import DocStatus, DocStatusRecord
+from ragkit_redis import RedisDocStatusStore
+
+T0 = datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+ALICE = Principal(user="alice", groups=frozenset({"team"}))
+
+CHILD = textwrap.dedent("""
+    import asyncio, json, sys
+    from ragkit.protocols import StoreConfig
+    from ragkit.schema import DocStatusRecord
+    from ragkit_redis import RedisDocStatusStore
+
+    async def main(config, records):
+        async with RedisDocStatusStore(StoreConfig.model_validate(config)) as store:
+            await store.upsert([DocStatusRecord.model_validate(r) for r in records])
+
+    asyncio.run(main(json.loads(sys.argv[1]), json.loads(sys.argv[2])))
+""")
+
+
+def doc(id: str, **access) -> DocStatusRecord:
+    return DocStatusRecord(id=id, status=DocStatus.PROCESSED, created_at=T0, updated_at=T0,
+                           chunk_ids=[f"chunk-{id}"], access=AccessList(**access) if access else None)
+
+
+def upsert_in_another_process(config, records) -> None:
+    subprocess.run([sys.executable, "-c", CHILD, config.model_dump_json(),
+                    json.dumps([r.model_dump(mode="json") for r in records])], check=True, timeout=120)
+
+
+async def test_a_kept_scope_follows_another_processs_writes(stores, make_config):
+    """This process resolves ALICE's scope (kept); another process revokes a
+    document from her group, then adds one she may read: each change shows at
+    the next resolve, and unchanged records are read from what was kept."""
+    config = make_config("doc_status")
+    store = await stores(RedisDocStatusStore, config)
+    await store.upsert([doc("public"), doc("team", groups=["team"]), doc("exec", groups=["exec"])])
+    view = SimpleNamespace(doc_status=store)
+
+    async def readable() -> set[str]:
+        scope = await resolve_scope(view, None, None, ALICE)  # type: ignore[arg-type]
+        assert scope is not None
+        return scope.doc_ids
+
+    assert await readable() == {"public", "team"}
+    kept = ReadableScopes.of(store)
+    assert kept.generation == await store.generation() and len(kept.scopes) == 1
+
+    upsert_in_another_process(config, [doc("team", groups=["exec"])])
+    assert await readable() == {"public"}
+    upsert_in_another_process(config, [doc("new", users=["alice"])])
+    assert await readable() == {"public", "new"}
+    assert kept.generation == await store.generation()
