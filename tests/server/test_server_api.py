@@ -240,5 +240,5 @@ def test_uploaded_pdf_and_docx_are_cited_by_page(served):
         assert job["state"] == "done" and len(job["processed"]) == 2, job
         r = c.post("/w/other/query/context", json={"question": "Yingchuan incident report", "mode": "naive"})
         assert r.status_code == 200, r.text
-        cites = [ref.get("citation") or "" for ref in r.json()["references"]]
+        cites = [ref.get("citation") or "" for ref in r.json()["sources"]]
         assert any(c.startswith("yingchuan-incident-report.pdf p. ") for c in cites), cites
