@@ -184,7 +184,7 @@ class Querier:
         with run.stage("answer"), counting(LLMStats()) as usage:
             # Answers are kept per scope and asker: one principal's never serves another's.
             answer = await self.llm.complete(request, use_cache=use_cache, scope=run.cache_scope)
-        result.answer, result.references = cited(answer, result.sources)
+        result.answer, result.references = cited(answer, result.sources, _contents(result))
         if usage.cache_hits["answer"]:
             run.cache_hits.append("answer")
         return run.finish(result)
@@ -192,7 +192,7 @@ class Querier:
     async def _stream(self, request: ChatRequest, result: QueryResult, run: _Run) -> AsyncIterator[str]:
         assert self.llm is not None
         pieces: list[str] = []
-        citations = Citations(result.sources)  # markers renumbered as they stream
+        citations = Citations(result.sources, _contents(result))  # markers renumbered as they stream
         started = time.perf_counter()
         async for piece in self.llm.stream(request):
             if out := citations.feed(piece):
@@ -266,6 +266,11 @@ def _sources(context: Context) -> list[Reference]:
         out.append(Reference(number=n, source_number=n, doc_id=d, file_path=p, chunk_ids=ids, locations=locations,
                              citation=citation(p or d, locations)))
     return out
+
+
+def _contents(result: QueryResult) -> dict[str, str]:
+    """Chunk id -> text: what a cited source's quoted claims are looked up in."""
+    return {c["id"]: c["content"] for c in result.chunks}
 
 
 def _public(props: dict) -> dict:

@@ -49,6 +49,31 @@ def test_a_marker_split_across_streamed_pieces_is_renumbered(size):
     assert citations.references == whole[1]
 
 
+def test_a_quoted_claim_narrows_its_source_to_the_chunks_that_hold_it():
+    from ragkit.query.cited import Citations
+    from ragkit.schema import Location
+
+    pages = [Location(char_start=0, char_end=50, page_start=1, page_end=1),
+             Location(char_start=50, char_end=99, page_start=7, page_end=7)]
+    memo = Reference(number=2, source_number=2, doc_id="memo", file_path="memo.pdf", chunk_ids=["c1", "c2"],
+                     locations=pages, citation="memo.pdf p. 1, 7")
+    other = Reference(number=1, source_number=1, doc_id="other", file_path="other.md", chunk_ids=["c3"])
+    contents = {"c1": "Gu Yao leads   Project Haijia.", "c2": "The CB-7\nboards slipped by three weeks.",
+                "c3": "Something else entirely."}
+    answer = "- The CB-7 boards slipped by three weeks. [2]\n- Somebody paraphrased this [1][2]"
+    whole = Citations([other, memo], contents)
+    assert whole.rewrite(answer) == "- The CB-7 boards slipped by three weeks. [1]\n- Somebody paraphrased this [2][1]"
+    cited_memo, cited_other = whole.references
+    assert (cited_memo.chunk_ids, cited_memo.citation) == (["c2"], "memo.pdf p. 7")
+    assert cited_other.chunk_ids == ["c3"]
+    streamed = Citations([other, memo], contents)  # the same, a character at a time
+    assert "".join([*(streamed.feed(ch) for ch in answer), streamed.end()]) == whole.rewrite(answer)
+    assert streamed.references[0].chunk_ids == ["c2"]
+    paraphrase = Citations([other, memo], contents)
+    paraphrase.rewrite("The memo says boards were late [2].")
+    assert paraphrase.references[0].chunk_ids == ["c1", "c2"]  # not quoted: every chunk of the source
+
+
 def _citing(request) -> str:
     """An answer citing the context's last source, then its first and last."""
     if request.role == "keywords":
