@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -87,6 +88,11 @@ def test_query_every_mode(served, loaded, mode):
         assert body["answer"]
         if mode != "bypass":
             assert body["references"] and all("doc_id" in ref for ref in body["references"])
+            # The references are the sources the answer cites, as it numbers them (issue 32).
+            cited = {int(n) for n in re.findall(r"\[(\d+)\]", body["answer"])}
+            assert cited == {ref["number"] for ref in body["references"]} == set(range(1, len(cited) + 1))
+            sources = {ref["source_number"]: ref["doc_id"] for ref in body["sources"]}
+            assert all(sources[ref["source_number"]] == ref["doc_id"] for ref in body["references"])
 
 
 def test_query_context_prompt_and_stream(served, loaded):
