@@ -14,11 +14,11 @@ and stays as it is. Streamed answers are rewritten piece by piece
 (``Citations.feed``): a piece ending inside a possible marker is held back
 until the marker closes.
 
-A cited source keeps the chunks its claims quote: when the text before a
-marker (back to the previous marker or line start) is found word for word in
-some of the source's chunks, as the offline answerer's quoted sentences are,
-the reference names those chunks (and their pages) only; a paraphrase keeps
-all of the source's chunks in the context.
+A cited source keeps the chunks its claims quote: when the text before each
+of its markers (back to the previous marker or line start) is found word for
+word in some of the source's chunks, as the offline answerer's quoted
+sentences are, the reference names those chunks (and their pages) only; a
+source cited for a paraphrase keeps all of its chunks in the context.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ class Citations:
         """Source number -> the number the answer cites it by."""
         self.quoted: dict[int, set[str]] = {}
         """Source number -> the chunks its claims quote."""
+        self.paraphrased: set[int] = set()
+        """Sources cited for a claim none of their chunks holds word for word."""
         self._held = ""
         self._claim = ""
         self._last_claim = ""
@@ -91,10 +93,11 @@ class Citations:
 
     def _quote(self, number: int, claim: str) -> None:
         claim = claim.removeprefix("- ").removeprefix("* ").strip()
-        if len(claim) < 12:  # too short to tell one chunk from another
-            return
         found = {c for c in self.sources[number].chunk_ids if claim in self.contents.get(c, "")}
-        self.quoted.setdefault(number, set()).update(found)
+        if len(claim) < 12 or not found:  # too short to tell one chunk from another, or not a quote
+            self.paraphrased.add(number)
+        else:
+            self.quoted.setdefault(number, set()).update(found)
 
     @property
     def references(self) -> list[Reference]:
@@ -105,7 +108,7 @@ class Citations:
         source = self.sources[number]
         update: dict = {"number": cited, "source_number": number}
         quoted = self.quoted.get(number)
-        if quoted and len(quoted) < len(source.chunk_ids):
+        if quoted and number not in self.paraphrased and len(quoted) < len(source.chunk_ids):
             keep = [i for i, c in enumerate(source.chunk_ids) if c in quoted]
             located = len(source.locations) == len(source.chunk_ids)
             locations = [source.locations[i] for i in keep] if located else source.locations
