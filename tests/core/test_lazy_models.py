@@ -80,3 +80,6 @@ def test_another_embedders_store_opens_and_its_vectors_name_their_embedder(index
     assert "dimension 384 made by the embedder hash (hash-384)" in error, error
     assert "hash (hash-64) makes vectors of dimension 64" in error, error
     assert "RAGKIT_EMBEDDER" in error and "re-index" in error and "Traceback" not in error
+    index = ragkit("index", "corpus", cwd=indexed, RAGKIT_EMBEDDER="hash", RAGKIT_LLM="replay")
+    assert index.returncode == 2 and "made by the embedder hash (hash-384)" in index.stderr, index.stderr
+    assert "indexed" not in index.stdout  # refused before any document was read or any model called
