@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PLUGINS := $(wildcard plugins/*/pyproject.toml)
 STAMP := $(VENV)/.ragkit-installed
 
-.PHONY: install demo test contract-counts bench-index bench-recall bench-large bench bench-smoke clean
+.PHONY: install demo demo-run test contract-counts bench-index bench-recall bench-large bench bench-smoke clean
 
 # torch's CPU build first (this machine's pip find-links hold torch 2.13.0+cpu):
 # left to the resolver, sentence-transformers would pull a multi-GB CUDA build.
@@ -20,14 +20,29 @@ $(STAMP): pyproject.toml $(PLUGINS)
 install: $(STAMP)
 
 # The main job: index examples/corpus (English and Chinese records) on the
-# embedded stores with MiniLM embeddings and the offline LLM unless ragkit.toml
-# or RAGKIT_LLM names a real one, then answer a question with references.
+# embedded stores with MiniLM embeddings and the offline LLM unless RAGKIT_LLM
+# names a real one, then answer a question with references. The settings it
+# uses are written to $(DEMO_DIR)/ragkit.toml, so later commands find its data:
+# `ragkit --config .demo/ragkit.toml status` (demo-run: the same without the install step).
 DEMO_DIR ?= .demo
 DEMO_EMBEDDER ?= sentence-transformers
 DEMO_QUESTION ?= Who leads the project whose supplier's delivery slipped?
+DEMO_CONFIG = $(DEMO_DIR)/ragkit.toml
 demo: $(STAMP)
-	RAGKIT_WORKING_DIR=$(DEMO_DIR) RAGKIT_EMBEDDER=$(DEMO_EMBEDDER) $(VENV)/bin/ragkit index examples/corpus
-	RAGKIT_WORKING_DIR=$(DEMO_DIR) RAGKIT_EMBEDDER=$(DEMO_EMBEDDER) $(VENV)/bin/ragkit query "$(DEMO_QUESTION)" --mode mix
+	@$(MAKE) --no-print-directory demo-run
+
+demo-run:
+	@mkdir -p $(DEMO_DIR)
+	@echo '# Written by `make demo`: the settings it indexed and answered with.' > $(DEMO_CONFIG)
+	@echo '# Its data: ragkit --config $(DEMO_CONFIG) status (documents, query "...", export graph.json)' >> $(DEMO_CONFIG)
+	@echo 'working_dir = "$(abspath $(DEMO_DIR))"' >> $(DEMO_CONFIG)
+	@echo '[embedder]' >> $(DEMO_CONFIG)
+	@echo 'name = "$(DEMO_EMBEDDER)"' >> $(DEMO_CONFIG)
+	$(VENV)/bin/ragkit --config $(DEMO_CONFIG) index examples/corpus
+	$(VENV)/bin/ragkit --config $(DEMO_CONFIG) query "$(DEMO_QUESTION)" --mode mix
+	@echo
+	@echo 'The demo data and settings are in $(DEMO_DIR); look at them with:'
+	@echo '  $(VENV)/bin/ragkit --config $(DEMO_CONFIG) status      # or: documents, query "...", export graph.json'
 
 # Adapters and backend combinations the tests must run: unreachable or missing
 # is a failure, not a skip (tests/contract/conftest.py, tests/integration/

@@ -11,7 +11,7 @@ from ragkit.settings import SECTIONS, Settings
 
 
 def store_config(
-    settings: Settings, kind: str, namespace: str, dimension: int | None = None
+    settings: Settings, kind: str, namespace: str, dimension: int | None = None, embedder: str | None = None
 ) -> StoreConfig:
     backend = getattr(settings, kind)
     return StoreConfig(
@@ -20,6 +20,7 @@ def store_config(
         working_dir=settings.working_dir,
         options=backend.adapter_options(),
         dimension=dimension,
+        embedder=embedder,
     )
 
 
@@ -29,9 +30,10 @@ def build_store(
     namespace: str,
     dimension: int | None = None,
     registry: Registry | None = None,
+    embedder: str | None = None,
 ) -> Any:
     backend = getattr(settings, kind)
-    config = store_config(settings, kind, namespace, dimension)
+    config = store_config(settings, kind, namespace, dimension, embedder)
     return create_store(kind, backend.name, config, registry or get_registry())
 
 

@@ -50,6 +50,7 @@ from ragkit._loop_thread import LoopThread, await_on, call_on, iterate_on, relay
 from ragkit.backends import build_model
 from ragkit.core.llm_cache import CachedLLM, counting
 from ragkit.core.stores import Stores
+from ragkit.protocols.vector import embedder_label
 from ragkit.errors import InvalidValueError, describe_validation_error
 from ragkit.offline import default_llm
 from ragkit.pipeline.edit import CustomKG, CustomKGReport, GraphEditor
@@ -157,7 +158,8 @@ class RAG:
         self._llm = llm
         self.index_config = index or self.settings.index
         self.progress = progress
-        self.stores = Stores.from_settings(self.settings, self.embedder.dimension)
+        self.stores = Stores.from_settings(self.settings, self.embedder.dimension,
+                                           embedder=embedder_label(self.embedder))
         self._cached_llm: CachedLLM | None = None
         self._loops = _Loops()
         self._opening: asyncio.Future[None] | None = None

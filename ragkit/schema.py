@@ -291,7 +291,15 @@ class QueryParam(BaseModel):
 
 
 class Reference(Frozen):
+    """A source of the context (``QueryResult.sources``) or one the answer
+    cites (``QueryResult.references``)."""
+
     number: int
+    """The number the answer cites it by (``[n]``) in ``references``; its
+    number in the context in ``sources``."""
+    source_number: int | None = None
+    """Its number in the context (the ``[n] path`` lines, the chunks'
+    ``reference``) and in ``sources``."""
     doc_id: str
     file_path: str | None = None
     chunk_ids: list[str] = Field(default_factory=list)
@@ -315,4 +323,9 @@ class QueryResult(BaseModel):
     relations: list[dict[str, Any]] = Field(default_factory=list)
     chunks: list[dict[str, Any]] = Field(default_factory=list)
     references: list[Reference] = Field(default_factory=list)
+    """The sources the answer cites, numbered in the order it first cites them
+    (the answer's ``[n]`` markers are rewritten to match). Empty without an
+    answer (``only_need_context``, ``only_need_prompt``) or when it cites none."""
+    sources: list[Reference] = Field(default_factory=list)
+    """Every source of the context, cited or not, numbered as in the context."""
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -66,8 +66,19 @@ def run(args: argparse.Namespace) -> int:
         print(result.prompt)
     elif result.stream is None:
         print(result.answer)
-    if result.references and not (args.context_only or args.prompt_only):
+    if not (args.context_only or args.prompt_only):
+        _print_references(result)
+    return 0
+
+
+def _print_references(result: QueryResult) -> None:
+    """The sources the answer cites; the others of the context are only counted
+    (a listed source reads as one backing the answer)."""
+    if result.references:
         print("\nReferences:")
         for ref in result.references:
             print(f"[{ref.number}] {shown_name(ref.citation or ref.file_path or ref.doc_id)}")
-    return 0
+    uncited = len(result.sources) - len(result.references)
+    if uncited > 0:
+        print(f"\n({uncited} more source{'s' if uncited > 1 else ''} in the context, not cited: "
+              "--context-only shows the context, --json lists them under \"sources\")")

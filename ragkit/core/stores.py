@@ -60,13 +60,16 @@ class Stores:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, dimension: int, registry: Registry | None = None
+        cls, settings: Settings, dimension: int, registry: Registry | None = None, embedder: str | None = None
     ) -> Stores:
+        """``embedder``: the configured one's ``vector.embedder_label``, which
+        the vector stores record and name when another's vectors meet them."""
+
         def kv(ns: str) -> KVStore:
             return build_store(settings, "kv", ns, registry=registry)
 
         def vec(ns: str) -> VectorStore:
-            return build_store(settings, "vector", ns, dimension, registry=registry)
+            return build_store(settings, "vector", ns, dimension, registry=registry, embedder=embedder)
 
         stores = cls(
             full_docs=kv("full_docs"),

@@ -118,6 +118,8 @@ class Indexer:
         retry failed documents, in this report: all of them (``recover``
         true), or those of the ids given only."""
         started = time.perf_counter()
+        for vectors in (self.stores.chunk_vectors, self.stores.entity_vectors, self.stores.relation_vectors):
+            vectors.check_stored()  # another embedder's store: say so before any model call, not after
         report = IndexReport()
         if recover is not False:
             report.recovered = await self.recover(report, only=None if recover is True else set(recover))

@@ -138,6 +138,10 @@ class StoreConfig(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
     dimension: int | None = Field(default=None, ge=1)
     """Fixed vector length; required by vector stores, ignored by the others."""
+    embedder: str | None = None
+    """Vector stores: the configured embedder (``name (model_id)``, see
+    ``vector.embedder_label``), recorded in the store's metadata when it first
+    takes vectors and named when another embedder's vectors meet them."""
 
     @field_validator("namespace", "workspace")
     @classmethod

@@ -23,7 +23,12 @@ class VectorStore(KeyedStore):
 
     - [vector.dimension.fixed] ``dimension`` is fixed by ``StoreConfig.dimension``.
       Upserting or querying a vector of any other length raises
-      ``DimensionMismatchError`` and writes nothing. [vector.vectors.valid]
+      ``DimensionMismatchError`` and writes nothing. [vector.dimension.lazy] A
+      store holding vectors of another dimension (made by another embedder)
+      opens, counts, lists and deletes ids; ``upsert``, ``query`` and ``get``
+      raise ``DimensionMismatchError`` naming the embedder recorded in the
+      store (``stored_embedder``) and the fix. Adapters set
+      ``stored_dimension`` and ``stored_embedder`` when they open. [vector.vectors.valid]
       Vectors must be finite and non-zero (``InvalidValueError``), and ids in one
       upsert distinct.
     - [vector.metadata.scalars] Metadata values are scalars: str, int, float or
@@ -74,10 +79,36 @@ class VectorStore(KeyedStore):
                 f"{type(self).__name__} needs StoreConfig.dimension (the embedder's dimension)"
             )
 
+    stored_dimension: int | None = None
+    """The dimension of the vectors the store holds (``None``: empty, or the same as configured)."""
+    stored_embedder: str | None = None
+    """The embedder that made them, as recorded in the store (``None``: not recorded)."""
+
     @property
     def dimension(self) -> int:
         assert self.config.dimension is not None
         return self.config.dimension
+
+    def where(self) -> str:
+        """Where the store keeps its vectors, for error messages (adapters name their file or collection)."""
+        return f"vector store {self.workspace}/{self.namespace}"
+
+    def drop_hint(self) -> str:
+        return "drop the store and re-index"
+
+    def check_stored(self) -> None:
+        """Vectors are read or written only with the embedder that made the store's."""
+        if self.stored_dimension is None or self.stored_dimension == self.dimension:
+            return
+        made_by = (f"the embedder {self.stored_embedder}" if self.stored_embedder
+                   else "an embedder it did not record (written before ragkit recorded it)")
+        configured = self.config.embedder or "the configured embedder"
+        raise DimensionMismatchError(
+            f"{self.where()} holds vectors of dimension {self.stored_dimension} made by {made_by}, "
+            f"but {configured} makes vectors of dimension {self.dimension}: configure the embedder "
+            "that made the store ([embedder] name and options in ragkit.toml, or RAGKIT_EMBEDDER), "
+            f"or {self.drop_hint()}"
+        )
 
     @template("_upsert")
     async def upsert(
@@ -88,6 +119,7 @@ class VectorStore(KeyedStore):
     ) -> None:
         """Insert or replace ``len(ids)`` vectors (rows of ``vectors``)."""
         self._check_open()
+        self.check_stored()
         checked = self.check_upsert(ids, vectors, metadata)
         if checked is not None:
             await self._fenced()
@@ -104,6 +136,7 @@ class VectorStore(KeyedStore):
     ) -> list[VectorHit]:
         """Nearest stored vectors by cosine similarity, best first."""
         self._check_open()
+        self.check_stored()
         q = self.check_query_args(vector, top_k).astype(np.float64)
         check_filter(filter)
         if top_k == 0:
@@ -117,6 +150,7 @@ class VectorStore(KeyedStore):
     async def get(self, ids: Sequence[str]) -> list[VectorRecord | None]:
         """Stored vectors and metadata, same order as ``ids``."""
         self._check_open()
+        self.check_stored()
         ids = list(ids)
         wanted = unique_keys(ids)
         return self.records_in_order(ids, await self._get(wanted) if wanted else {})
@@ -250,6 +284,13 @@ class VectorStore(KeyedStore):
                 plain[key] = _plain(value)
             out.append(plain)
         return out
+
+
+def embedder_label(embedder: Any) -> str:
+    """How a store records the embedder of its vectors: ``name (model_id)``."""
+    name = getattr(type(embedder), "name", None) or type(embedder).__name__
+    model_id = getattr(embedder, "model_id", None)
+    return f"{name} ({model_id})" if model_id and model_id != name else str(name)
 
 
 def _plain(value: JSONScalar) -> JSONScalar:

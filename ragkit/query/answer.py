@@ -1,5 +1,6 @@
 """Answer stage: the prompt that asks for an answer from the context only, with
-citations, and the bypass prompt that asks the LLM alone.
+citations by the context's reference numbers (``query/cited.py`` maps them back
+to the sources and renumbers them), and the bypass prompt that asks the LLM alone.
 
 The context goes into the system prompt; the conversation history (if any) and
 then the question are the messages, so history reaches this call only.
@@ -18,6 +19,7 @@ ANSWER_SYSTEM = """You answer questions using only the context below: entities a
 Rules:
 - Use only facts stated in the context. If the context does not contain the answer, say so plainly; do not guess or use outside knowledge.
 - Cite the source chunks you rely on with their reference numbers in square brackets, like [1] or [2][3], right after the claim they support. Entities and relations list the references of their sources in "refs".
+- Cite only numbers from the context's references, and do not end with a list of references: the sources you cite are listed after your answer.
 - Keep facts about different people, projects or organisations apart.
 - Answer in {language}, formatted as: {response_type}.
 {user_instructions}

@@ -25,6 +25,7 @@ from ragkit.plugins import get_registry
 from ragkit.protocols import ChatRequest, Embedder, Reranker, Tokenizer
 from ragkit.query.answer import build_answer_request, build_bypass_request
 from ragkit.query.citation import citation
+from ragkit.query.cited import Citations, cited
 from ragkit.query.context import Budget, Context, build_context, rank_graph_chunks
 from ragkit.query.counting import TokenCounts
 from ragkit.query.items import ChunkItem, fuse
@@ -182,7 +183,8 @@ class Querier:
         use_cache = not param.history  # a conversation's answers depend on more than this request
         with run.stage("answer"), counting(LLMStats()) as usage:
             # Answers are kept per scope and asker: one principal's never serves another's.
-            result.answer = await self.llm.complete(request, use_cache=use_cache, scope=run.cache_scope)
+            answer = await self.llm.complete(request, use_cache=use_cache, scope=run.cache_scope)
+        result.answer, result.references = cited(answer, result.sources, _contents(result))
         if usage.cache_hits["answer"]:
             run.cache_hits.append("answer")
         return run.finish(result)
@@ -190,11 +192,17 @@ class Querier:
     async def _stream(self, request: ChatRequest, result: QueryResult, run: _Run) -> AsyncIterator[str]:
         assert self.llm is not None
         pieces: list[str] = []
+        citations = Citations(result.sources, _contents(result))  # markers renumbered as they stream
         started = time.perf_counter()
         async for piece in self.llm.stream(request):
-            pieces.append(piece)
-            yield piece
+            if out := citations.feed(piece):
+                pieces.append(out)
+                yield out
+        if out := citations.end():
+            pieces.append(out)
+            yield out
         result.answer = "".join(pieces)
+        result.references = citations.references
         result.metadata["timings"]["answer"] = round(time.perf_counter() - started, 6)
 
 
@@ -246,18 +254,23 @@ def _result(context: Context | None, run: _Run) -> QueryResult:
                  "stage": c.stage, "score": c.score, "support": c.support, "content": c.content,
                  "location": c.location.model_dump() if c.location else None}
                 for c in context.chunks],
-        references=_references(context),
+        sources=_sources(context),
     )
 
 
-def _references(context: Context) -> list[Reference]:
+def _sources(context: Context) -> list[Reference]:
     located = {c.id: c.location for c in context.chunks}
     out = []
     for n, d, p, ids in context.references:
         locations = [located.get(i) for i in ids]
-        out.append(Reference(number=n, doc_id=d, file_path=p, chunk_ids=ids, locations=locations,
+        out.append(Reference(number=n, source_number=n, doc_id=d, file_path=p, chunk_ids=ids, locations=locations,
                              citation=citation(p or d, locations)))
     return out
+
+
+def _contents(result: QueryResult) -> dict[str, str]:
+    """Chunk id -> text: what a cited source's quoted claims are looked up in."""
+    return {c["id"]: c["content"] for c in result.chunks}
 
 
 def _public(props: dict) -> dict:

@@ -10,20 +10,25 @@ On disk, in ``<working_dir>/<workspace>/vectors/``:
 
 ``<namespace>.npz``, the snapshot, replaced atomically: the ``vectors`` array
 and a ``header`` array holding the UTF-8 JSON ``{"format", "dimension",
-"generation", "ids", "metadata"}`` (files written before journals existed have
-no ``generation``: it is 0).
+"embedder", "generation", "ids", "metadata"}`` (files written before journals
+existed have no ``generation``: it is 0; before embedders were recorded, no
+``embedder``).
 
 ``<namespace>.npz.journal``, the changes flushed since that snapshot: one framed
 record per ``flush()`` (framing, generations and compaction are described in
 :mod:`ragkit.storage._files`), each laid out as::
 
-    header length (uint32 LE) | header: UTF-8 JSON {"dimension", "ids", "metadata", "deleted"}
+    header length (uint32 LE) | header: UTF-8 JSON {"dimension", "embedder", "ids", "metadata", "deleted"}
     | the vectors of "ids", float32 LE, row-major
 
 holding the current vector and metadata of every id upserted since the previous
 flush and the ids deleted since. ``close()`` folds the journal into a new snapshot
 (only after this process wrote, and under the writer lock when
 :class:`ragkit.core.stores.Stores` manages the store).
+
+A file of another dimension than the configured one (another embedder made it)
+is loaded in its own dimension: ids are counted, listed and deleted, while
+vectors are neither read nor written (``VectorStore.check_stored``).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from typing import BinaryIO, ClassVar
 
 import numpy as np
 
-from ragkit.errors import DimensionMismatchError, StoreError
+from ragkit.errors import StoreError
 from ragkit.protocols.base import Capability, StoreConfig
 from ragkit.protocols.vector import Filter, VectorStore, matches_filter
 from ragkit.schema import JSONScalar, VectorHit
@@ -73,6 +78,8 @@ class NumpyVectorStore(JournaledStore, VectorStore):
 
     def __init__(self, config: StoreConfig) -> None:
         super().__init__(config)
+        self._dim = self.dimension
+        """The dimension of the vectors in memory: the file's, else the configured one."""
         self._file: JournaledFile[str] = JournaledFile(self.path, "vector")
         self._reset_memory()
 
@@ -82,8 +89,14 @@ class NumpyVectorStore(JournaledStore, VectorStore):
 
     # -- memory layout ---------------------------------------------------------
 
+    def where(self) -> str:
+        return f"vector file {self.path}"
+
+    def drop_hint(self) -> str:
+        return f"drop the store (delete {self.path} and {self._file.journal.name}) and re-index"
+
     def _reset_memory(self, capacity: int = 0) -> None:
-        d = self.dimension
+        d = self._dim
         self._vecs = np.empty((capacity, d), dtype=np.float32)
         self._norms = np.empty(capacity, dtype=np.float64)
         self._inv = np.empty(capacity, dtype=np.float32)
@@ -136,6 +149,7 @@ class NumpyVectorStore(JournaledStore, VectorStore):
     # -- lifecycle -------------------------------------------------------------
 
     async def _open(self) -> None:
+        self._made_by(self.dimension, self.config.embedder)
         self._reset_memory()
         try:
             self._file.load(self._read_snapshot, self._apply_changes)
@@ -155,15 +169,13 @@ class NumpyVectorStore(JournaledStore, VectorStore):
                 f"delete it and its journal {self._file.journal.name} (if any) and re-index"
             ) from exc
         dim = int(header.get("dimension", vectors.shape[1] if vectors.ndim == 2 else -1))
-        if dim != self.dimension or vectors.ndim != 2 or vectors.shape[1] != self.dimension:
-            raise DimensionMismatchError(
-                f"vector file {self.path} holds vectors of dimension {dim} but store "
-                f"{self.workspace}/{self.namespace} is configured for dimension "
-                f"{self.dimension}: use the same embedder (and dimension) that created it, "
-                f"or drop the store (delete {self.path} and {self._file.journal.name}) "
-                "and re-index"
-            )
+        if vectors.ndim != 2 or vectors.shape[1] != dim:
+            raise StoreError(f"vector file {self.path} is inconsistent (its vectors are not of its dimension {dim})")
         ids: list[str] = header["ids"]
+        if ids:
+            self._made_by(dim, header.get("embedder"))
+        else:  # an emptied store takes any embedder's vectors
+            vectors = vectors.reshape(0, self._dim)
         metadata: list[dict[str, JSONScalar]] = header["metadata"]
         if not (len(ids) == len(metadata) == vectors.shape[0]):
             raise StoreError(f"vector file {self.path} is inconsistent (ids/metadata/vectors)")
@@ -187,13 +199,16 @@ class NumpyVectorStore(JournaledStore, VectorStore):
         header = json.loads(payload[_LENGTH.size : end].decode("utf-8", "surrogatepass"))
         vectors = np.frombuffer(payload, dtype=_JOURNAL_DTYPE, offset=end)
         ids, metadata = header["ids"], header["metadata"]
-        if header["dimension"] != self.dimension or len(vectors) != len(ids) * self.dimension:
+        if ids and not self._index and header["dimension"] != self._dim:  # the first vectors: their dimension
+            self._made_by(header["dimension"], header.get("embedder"))
+            self._reset_memory()
+        if header["dimension"] != self._dim or len(vectors) != len(ids) * self._dim:
             raise ValueError("a record's vectors do not match its ids and dimension")
         if len(metadata) != len(ids):
             raise ValueError("a record's metadata do not match its ids")
         self._remove(header["deleted"])
         if ids:
-            matrix = vectors.reshape(len(ids), self.dimension).astype(np.float32)
+            matrix = vectors.reshape(len(ids), self._dim).astype(np.float32)
             self._put(ids, matrix, metadata)
 
     def _encode_changes(self, ids: list[str]) -> bytes:
@@ -202,7 +217,8 @@ class NumpyVectorStore(JournaledStore, VectorStore):
         rows = [self._index[id_] for id_ in live]
         header = _dumps(
             {
-                "dimension": self.dimension,
+                "dimension": self._dim,
+                "embedder": self.stored_embedder,
                 "ids": live,
                 "metadata": [self._row_meta[row] for row in rows],
                 "deleted": [id_ for id_ in ids if id_ not in self._index],
@@ -219,7 +235,8 @@ class NumpyVectorStore(JournaledStore, VectorStore):
         header = _dumps(
             {
                 "format": FORMAT,
-                "dimension": self.dimension,
+                "dimension": self._dim,
+                "embedder": self.stored_embedder,
                 "generation": generation,
                 "ids": self._row_ids[:n],
                 "metadata": self._row_meta[:n],
@@ -232,10 +249,18 @@ class NumpyVectorStore(JournaledStore, VectorStore):
 
         return write
 
+    def _made_by(self, dimension: int, embedder: str | None) -> None:
+        """Whose vectors are in memory: the configured embedder's, or those a file holds."""
+        self._dim = dimension
+        self.stored_embedder = embedder
+        self.stored_dimension = None if dimension == self.dimension else dimension
+
     def _forget(self) -> None:
+        self._made_by(self.dimension, self.config.embedder)
         self._reset_memory()
 
     async def _drop(self) -> None:
+        self._made_by(self.dimension, self.config.embedder)
         self._reset_memory()
         await self._file.delete()
 
@@ -244,6 +269,8 @@ class NumpyVectorStore(JournaledStore, VectorStore):
     async def _upsert(
         self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, JSONScalar]]
     ) -> None:
+        if not self._index:  # the store's first vectors: the configured embedder makes them
+            self.stored_embedder = self.config.embedder
         self._put(ids, vectors, metadata)
         self._file.touch(ids)
 

@@ -53,7 +53,7 @@ async def test_no_canary_entity_degree_or_reference_from_unreadable_documents(
     assert ZEPHYR not in {e["key"] for e in result.entities}
     assert all(ZEPHYR not in r["key"] for r in result.relations)
     allowed = {d.id for d in readable}
-    assert {r.doc_id for r in result.references} <= allowed
+    assert {r.doc_id for r in result.references} <= {r.doc_id for r in result.sources} <= allowed
     assert {c["doc_id"] for c in result.chunks} <= allowed
     for entity in result.entities:  # degrees count readable edges only: as if only those documents existed
         assert entity["degree"] == oracle_degrees.get(entity["key"], entity["degree"])

@@ -174,7 +174,7 @@ def test_a_stopped_home_loop_is_a_clear_error_and_close_recovers(tmp_path):
     with pytest.raises(RuntimeError, match="no longer running"):
         rag.query(QUESTION)
     rag.close()
-    assert rag.query(QUESTION, only_need_context=True).references
+    assert rag.query(QUESTION, only_need_context=True).sources
     rag.close()
 
 

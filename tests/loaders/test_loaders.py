@@ -133,12 +133,14 @@ def test_cli_query_json_and_printed_references_carry_pages(tmp_path, monkeypatch
     capsys.readouterr()
     assert main(["query", QUESTION, "--mode", "naive", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    [ref], best = result["references"], result["chunks"][0]
+    [source], [ref], best = result["sources"], result["references"], result["chunks"][0]
     assert ANSWER in best["content"] and best["location"]["page_start"] == best["location"]["page_end"] == 2
-    # One reference per document: its citation covers the pages of every chunk in the context, in order.
-    assert ref["citation"] == ("docs/report.pdf p. 1\u20133, \u00a7Chapter 1 overview; \u00a7Chapter 2 overview; "
-                               "\u00a7Chapter 3 overview")
-    assert {loc["page_start"] for loc in ref["locations"]} == {1, 2, 3}
+    # One source per document: its citation covers the pages of every chunk in the context, in order.
+    assert source["citation"] == ("docs/report.pdf p. 1\u20133, \u00a7Chapter 1 overview; \u00a7Chapter 2 overview; "
+                                  "\u00a7Chapter 3 overview")
+    assert {loc["page_start"] for loc in source["locations"]} == {1, 2, 3}
+    # The offline answer quotes the page-2 sentence: the reference cites that page.
+    assert ref["citation"] == "docs/report.pdf p. 2, \u00a7Chapter 2 overview" and best["id"] in ref["chunk_ids"]
     assert main(["query", QUESTION, "--mode", "naive"]) == 0
     assert f"[1] {ref['citation']}" in capsys.readouterr().out
 

@@ -108,7 +108,7 @@ async def test_context_is_counted_exactly_and_fits_every_budget(indexed, questio
             stored = await rag.stores.chunks.get_many([c["id"] for c in result.chunks])
             for chunk, record in zip(result.chunks, stored):
                 assert record is not None and record["doc_id"] == chunk["doc_id"]
-            by_number = {r.number: r for r in result.references}
+            by_number = {r.number: r for r in result.sources}
             assert sorted(by_number) == list(range(1, len(by_number) + 1))
             for chunk in result.chunks:
                 ref = by_number[chunk["reference"]]
@@ -138,7 +138,7 @@ async def test_no_kept_claim_lacks_a_kept_source_chunk(indexed, questions, mode)
                 for item in [*result.entities, *result.relations]:
                     assert kept & set(item["source_ids"]), f"{item['key']} kept without evidence"
                 lines = [json.loads(x) for x in result.context.splitlines() if x.startswith('{"entity')]
-                numbers = {r.number for r in result.references}
+                numbers = {r.number for r in result.sources}
                 assert all(set(line.get("refs", [])) <= numbers and line.get("refs") for line in lines)
 
 
@@ -176,10 +176,10 @@ async def test_chunks_of_one_document_share_its_reference(tmp_path):
         rag.index_config = rag.index_config.model_copy(update={"chunk_size": 60, "chunk_overlap": 0})
         await rag.ainsert([text, "Qinghe started a backup-supplier review."])
         result = await rag.aquery("Who supplies Haijia?", mode="mix", only_need_context=True)
-    multi = [r for r in result.references if len(r.chunk_ids) > 1]
+    multi = [r for r in result.sources if len(r.chunk_ids) > 1]
     assert multi, "the long document should contribute several chunks"
     for chunk in result.chunks:
-        assert chunk["reference"] == next(r.number for r in result.references if r.doc_id == chunk["doc_id"])
+        assert chunk["reference"] == next(r.number for r in result.sources if r.doc_id == chunk["doc_id"])
 
 
 async def test_scoped_query_never_shows_other_documents(indexed, questions):
@@ -222,7 +222,7 @@ async def test_answers_are_cached_by_every_parameter_and_never_with_history(work
         assert again.answer == first.answer and set(again.metadata["cache_hits"]) == {"keywords", "answer"}
         for change in ({"mode": "local"}, {"top_k": 5}, {"response_type": "One sentence"},
                        {"user_prompt": "Be brief."}, {"max_total_tokens": 5000}, {"chunk_top_k": 3},
-                       {"doc_ids": [first.references[0].doc_id]}, {"language": "French"}):
+                       {"doc_ids": [first.sources[0].doc_id]}, {"language": "French"}):
             changed = await rag.aquery(question, **{"mode": "mix", **change})
             assert "answer" not in changed.metadata["cache_hits"], change
         calls = rag.llm.stats.calls["answer"]
@@ -293,7 +293,7 @@ async def test_clear_errors_for_bad_queries(workdir):
 
 def test_sync_query_wrapper(workdir, questions):
     result = make_rag(workdir).query(questions[0]["question"], mode="naive")
-    assert result.answer and result.references
+    assert result.answer and result.sources
 
 
 async def _processed(rag):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -87,6 +88,11 @@ def test_query_every_mode(served, loaded, mode):
         assert body["answer"]
         if mode != "bypass":
             assert body["references"] and all("doc_id" in ref for ref in body["references"])
+            # The references are the sources the answer cites, as it numbers them (issue 32).
+            cited = {int(n) for n in re.findall(r"\[(\d+)\]", body["answer"])}
+            assert cited == {ref["number"] for ref in body["references"]} == set(range(1, len(cited) + 1))
+            sources = {ref["source_number"]: ref["doc_id"] for ref in body["sources"]}
+            assert all(sources[ref["source_number"]] == ref["doc_id"] for ref in body["references"])
 
 
 def test_query_context_prompt_and_stream(served, loaded):
@@ -240,5 +246,5 @@ def test_uploaded_pdf_and_docx_are_cited_by_page(served):
         assert job["state"] == "done" and len(job["processed"]) == 2, job
         r = c.post("/w/other/query/context", json={"question": "Yingchuan incident report", "mode": "naive"})
         assert r.status_code == 200, r.text
-        cites = [ref.get("citation") or "" for ref in r.json()["references"]]
+        cites = [ref.get("citation") or "" for ref in r.json()["sources"]]
         assert any(c.startswith("yingchuan-incident-report.pdf p. ") for c in cites), cites

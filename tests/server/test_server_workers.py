@@ -47,7 +47,7 @@ def test_two_workers_share_one_workspace(tmp_path):
             r = httpx.post(f"{server.url}{W}/query/context", json={"question": "Vellmoor light storms", "mode": "naive",
                                                                   "chunk_top_k": 10}, headers=auth, timeout=60)
             assert r.status_code == 200, r.text
-            assert len({ref["doc_id"] for ref in r.json()["references"]}) == len(texts), r.json()["references"]
+            assert len({ref["doc_id"] for ref in r.json()["sources"]}) == len(texts), r.json()["sources"]
     finally:
         server.stop()
     assert "Traceback" not in server.log_text()

@@ -396,21 +396,34 @@ async def test_vectors_reload_exact(tmp_path):
         assert hits[0].id == "emoji🙂" and hits[0].score == pytest.approx(1.0, abs=1e-6)
 
 
-async def test_vectors_dimension_mismatch_on_reopen(tmp_path):
-    async with NumpyVectorStore(vcfg(tmp_path, dim=DIM)) as store:
-        await store.upsert(["a"], rand(1))
-    wrong = NumpyVectorStore(vcfg(tmp_path, dim=DIM + 1))
-    with pytest.raises(DimensionMismatchError) as info:
-        await wrong.open()
-    message = str(info.value)
-    assert "embedder" in message and "drop" in message and str(wrong.path) in message
-    assert not wrong.is_open
-    # an empty store keeps its dimension on disk too
+async def test_vectors_of_another_embedder_open_and_are_refused_when_read_or_written(tmp_path):
+    """Issue 32: another embedder's store opens (status, documents, delete by id
+    need no vectors); reading or writing vectors names the embedder recorded in
+    the file, the configured one and the fix."""
+    made_by = "sentence-transformers (minilm:384)"
+    async with NumpyVectorStore(vcfg(tmp_path, dim=DIM).model_copy(update={"embedder": made_by})) as store:
+        await store.upsert(["a", "b"], rand(2))
+    wrong = NumpyVectorStore(vcfg(tmp_path, dim=DIM + 1).model_copy(update={"embedder": "hash (hash-9)"}))
+    async with wrong:
+        assert await wrong.count() == 2 and sorted([i async for i in wrong.ids()]) == ["a", "b"]
+        for call in (wrong.upsert(["c"], rand(1, DIM + 1)), wrong.query(rand(1, DIM + 1)[0], 1), wrong.get(["a"])):
+            with pytest.raises(DimensionMismatchError) as info:
+                await call
+            message = str(info.value)
+            assert f"dimension {DIM} made by the embedder {made_by}" in message, message
+            assert f"hash (hash-9) makes vectors of dimension {DIM + 1}" in message
+            assert "RAGKIT_EMBEDDER" in message and "re-index" in message and str(wrong.path) in message
+        await wrong.delete(["a"])  # deleting ids reads no vector
+    async with NumpyVectorStore(vcfg(tmp_path, dim=DIM)) as store:  # still the first embedder's, less "a"
+        assert [r is not None for r in await store.get(["a", "b"])] == [False, True]
+    # an emptied store takes any embedder's vectors: there are none to mix with
     async with NumpyVectorStore(vcfg(tmp_path, "empty", dim=4)) as empty:
         await empty.upsert(["a"], rand(1, 4))
         await empty.delete(["a"])
-    with pytest.raises(DimensionMismatchError):
-        await NumpyVectorStore(vcfg(tmp_path, "empty", dim=5)).open()
+    async with NumpyVectorStore(vcfg(tmp_path, "empty", dim=5)) as other:
+        await other.upsert(["b"], rand(1, 5))
+    async with NumpyVectorStore(vcfg(tmp_path, "empty", dim=5)) as other:
+        assert len((await other.get(["b"]))[0].vector) == 5
 
 
 async def test_vectors_failed_write_keeps_old_file(tmp_path, monkeypatch):

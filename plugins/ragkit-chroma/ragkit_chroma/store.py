@@ -20,8 +20,10 @@ passes embeddings, so Chroma never embeds (or downloads a model) by itself.
 - **Upsert replaces metadata.** Chroma merges metadata on upsert, so keys the
   new metadata lacks are sent as ``None`` (which Chroma deletes).
 - **Batches** never exceed the client's ``max_batch_size`` (nor ``batch_size``).
-- **Dimension** is recorded in the collection's metadata (``ragkit_dimension``)
-  and checked when the store opens and on every write.
+- **Dimension** and the embedder are recorded in the collection's metadata
+  (``ragkit_dimension``, ``ragkit_embedder``) and read when the store opens; a
+  collection of another dimension opens, and its vectors are neither read nor
+  written (``VectorStore.check_stored``), and every write checks its vectors.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from ragkit.errors import DimensionMismatchError, RagkitError, StoreError
+from ragkit.errors import RagkitError, StoreError
 from ragkit.protocols.base import Capability, StoreConfig
 from ragkit.protocols.vector import Filter, VectorStore, search_past_ties, unit_rows
 from ragkit.schema import JSONScalar, VectorHit
@@ -44,6 +46,7 @@ from ragkit_chroma._where import NO_MATCH, check_metadata, to_where
 T = TypeVar("T")
 
 DIMENSION_KEY = "ragkit_dimension"
+EMBEDDER_KEY = "ragkit_embedder"
 _HTTP_OPTIONS = ("host", "port", "ssl", "auth_token")
 
 
@@ -164,6 +167,9 @@ class ChromaVectorStore(VectorStore):
     def location(self) -> str:
         return f"Chroma at {self.url}" if self.options.mode == "http" else f"Chroma at {self.path}"
 
+    def where(self) -> str:
+        return f"Chroma collection {self.collection_name!r} ({self.location})"
+
     # -- lifecycle -------------------------------------------------------------------
 
     async def _open(self) -> None:
@@ -221,6 +227,7 @@ class ChromaVectorStore(VectorStore):
 
     async def _drop(self) -> None:
         await self._write(_Write({}, drop=True))
+        self.stored_dimension = self.stored_embedder = None
 
     def _delete_collection(self) -> None:
         from chromadb.errors import NotFoundError
@@ -272,6 +279,7 @@ class ChromaVectorStore(VectorStore):
                 },
                 metadata={
                     DIMENSION_KEY: self.dimension,
+                    **({EMBEDDER_KEY: self.config.embedder} if self.config.embedder else {}),
                     "ragkit_workspace": self.workspace,
                     "ragkit_namespace": self.namespace,
                 },
@@ -280,14 +288,10 @@ class ChromaVectorStore(VectorStore):
         return collection
 
     def _check_collection(self, collection: Any) -> None:
-        stored = (collection.metadata or {}).get(DIMENSION_KEY)
-        if stored is not None and stored != self.dimension:
-            raise DimensionMismatchError(
-                f"Chroma collection {self.collection_name!r} ({self.location}) holds vectors "
-                f"of dimension {stored} but store {self.workspace}/{self.namespace} is "
-                f"configured for dimension {self.dimension}: use the same embedder (and "
-                "dimension) that created it, or drop the store and re-index"
-            )
+        metadata = collection.metadata or {}
+        stored = metadata.get(DIMENSION_KEY)
+        self.stored_dimension = stored if stored is not None and stored != self.dimension else None
+        self.stored_embedder = metadata.get(EMBEDDER_KEY)
         space = ((collection.configuration or {}).get("hnsw") or {}).get("space", "cosine")
         if space != "cosine":
             raise StoreError(

@@ -270,18 +270,22 @@ async def test_a_dropped_collection_is_looked_up_again(make_store, mode):
 # -- dimensions and metadata ---------------------------------------------------------
 
 
-async def test_dimension_mismatch_on_open_names_both_and_the_fix(make_store, mode):
-    """Opening a store with another dimension over an existing collection fails
-    at open() with both dimensions, the collection and the fix."""
-    first = await make_store(mode, dimension=16)
+async def test_another_dimension_opens_and_its_vectors_name_the_embedder(make_store, mode):
+    """A store over a collection of another dimension opens (ids are counted);
+    reading or writing vectors fails with both dimensions, the collection, the
+    embedder recorded in it and the fix (issue 32)."""
+    first = await make_store(mode, dimension=16, open=False)
+    first.config = first.config.model_copy(update={"embedder": "big (big-16)"})
+    await first.open()
     await first.upsert(["a"], rows(1, 16))
-    other = await make_store(mode, workspace=first.workspace, dimension=8, open=False)
-    with pytest.raises(DimensionMismatchError) as err:
-        await other.open()
-    message = str(err.value)
-    assert "dimension 16" in message and "dimension 8" in message
-    assert first.collection_name in message and "same embedder" in message
-    assert not other.is_open
+    other = await make_store(mode, workspace=first.workspace, dimension=8)
+    assert await other.count() == 1
+    for call in (other.upsert(["b"], rows(1, 8)), other.query(rows(1, 8)[0], 1), other.get(["a"])):
+        with pytest.raises(DimensionMismatchError) as err:
+            await call
+        message = str(err.value)
+        assert "dimension 16 made by the embedder big (big-16)" in message and "dimension 8" in message
+        assert first.collection_name in message and "re-index" in message
 
 
 async def test_wrong_dimension_writes_say_what_to_do(make_store, mode):

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
-from ragkit.errors import DimensionMismatchError, RagkitError, StoreError
+from ragkit.errors import RagkitError, StoreError
 from ragkit.protocols.base import Capability, StoreConfig
 from ragkit.protocols.vector import Filter, VectorStore, search_past_ties, unit_rows
 from ragkit.schema import JSONScalar, VectorHit
@@ -58,6 +58,8 @@ from ragkit_qdrant._filter import (
 
 ID_NAMESPACE = uuid.UUID("6f1d7c2e-3b9a-5c4e-9a7b-2d8e0f1a4c3b")
 """UUIDv5 namespace of point ids: ``uuid5(ID_NAMESPACE, f"{workspace}/{id}")``."""
+EMBEDDER_KEY = "ragkit_embedder"
+"""The collection's metadata key naming the embedder that made it (``vector.embedder_label``)."""
 
 
 class QdrantOptions(BaseModel):
@@ -242,6 +244,7 @@ class QdrantVectorStore(VectorStore):
                 await client.create_collection(
                     name,
                     vectors_config=models.VectorParams(size=self.dimension, distance=models.Distance.COSINE),
+                    metadata={EMBEDDER_KEY: self.config.embedder} if self.config.embedder else None,
                 )
             except Exception:
                 if not await client.collection_exists(name):  # else another client created it
@@ -262,19 +265,21 @@ class QdrantVectorStore(VectorStore):
                 f"Qdrant collection {name!r} ({self.location}) uses named vectors; ragkit needs "
                 "one unnamed vector per point. It was not created by ragkit: choose another collection_prefix"
             )
-        if params.size != self.dimension:
-            raise DimensionMismatchError(
-                f"Qdrant collection {name!r} ({self.location}) holds vectors of dimension "
-                f"{params.size} but store {self.workspace}/{self.namespace} is configured for "
-                f"dimension {self.dimension}: use the same embedder (and dimension) that created "
-                "it, or give this setup its own collection_prefix (every workspace of a namespace "
-                "shares one collection), or delete the collection and re-index"
-            )
+        # Another dimension: the store opens, its vectors are neither read nor written (check_stored).
+        self.stored_dimension = params.size if params.size != self.dimension else None
+        self.stored_embedder = (getattr(info.config, "metadata", None) or {}).get(EMBEDDER_KEY)
         if params.distance != models.Distance.COSINE:
             raise StoreError(
                 f"Qdrant collection {name!r} ({self.location}) uses {params.distance} distance; "
                 "ragkit needs Cosine. It was not created by ragkit: choose another collection_prefix"
             )
+
+    def where(self) -> str:
+        return f"Qdrant collection {self.collection_name!r} ({self.location})"
+
+    def drop_hint(self) -> str:
+        return ("give this setup its own collection_prefix (every workspace of a namespace shares one "
+                "collection), or delete the collection and re-index")
 
     @property
     def client(self) -> AsyncQdrantClient:

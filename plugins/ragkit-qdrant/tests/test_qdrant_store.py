@@ -255,19 +255,28 @@ async def test_memory_mode_lives_as_long_as_the_process(tmp_path):
 # -- dimensions --------------------------------------------------------------------------
 
 
-async def test_dimension_mismatch_on_open_names_both_and_the_fix(opened, tmp_path):
-    """Another dimension over an existing collection fails at open(), even for
-    another workspace (they share the namespace's collection), with the fix."""
-    await opened(dimension=16)
-    other = QdrantVectorStore(config(tmp_path, workspace="other", dimension=8))
-    with pytest.raises(DimensionMismatchError) as err:
-        await other.open()
-    message = str(err.value)
-    assert "'ragkit_chunks'" in message and "dimension 16" in message and "dimension 8" in message
-    assert "same embedder" in message and "collection_prefix" in message
-    assert not other.is_open
-    elsewhere = await opened(workspace="other", dimension=8, collection_prefix="small")
-    assert elsewhere.collection_name == "small_chunks"
+async def test_another_dimension_opens_and_its_vectors_name_the_embedder(opened, tmp_path):
+    """A store over a collection of another dimension opens, even for another
+    workspace (they share the namespace's collection); reading or writing
+    vectors fails with both dimensions, the embedder recorded in the collection
+    and the fix (issue 32)."""
+    first = QdrantVectorStore(config(tmp_path, dimension=16).model_copy(update={"embedder": "big (big-16)"}))
+    await first.open()
+    try:
+        await first.upsert(["a"], rows(1, 16))
+        other = await opened(workspace="other", dimension=8)
+        assert await other.count() == 0
+        for call in (other.upsert(["b"], rows(1, 8)), other.query(rows(1, 8)[0], 1), other.get(["a"])):
+            with pytest.raises(DimensionMismatchError) as err:
+                await call
+            message = str(err.value)
+            assert "'ragkit_chunks'" in message and "dimension 16 made by the embedder big (big-16)" in message
+            assert "dimension 8" in message and "collection_prefix" in message
+        elsewhere = await opened(workspace="other", dimension=8, collection_prefix="small")
+        assert elsewhere.collection_name == "small_chunks"
+    finally:
+        await first.drop()
+        await first.close()
 
 
 async def test_wrong_dimension_writes_say_what_to_do(opened):

@@ -18,6 +18,7 @@ on disk raises ``ConfigError`` saying so and how to fix it.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 import threading
@@ -73,6 +74,31 @@ def resolve(name: str) -> ModelSource:
             "fix the path, or give a model name from the Hugging Face Hub that is in the local cache"
         )
     return ModelSource(name, name, "hub", name)
+
+
+def declared_dimension(source: ModelSource) -> int | None:
+    """The vectors' dimension as the model's files declare it, read without
+    importing torch: the last Pooling module's ``word_embedding_dimension``
+    (times its pooling modes) or Dense module's ``out_features``; ``None`` when
+    the files do not say (custom modules, a Hub model not in the cache)."""
+    try:
+        folder = local_folder(source.path)
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+        dimension = None
+        for module in modules:
+            kind = str(module.get("type", "")).rsplit(".", 1)[-1]
+            config_file = folder / module.get("path", "") / "config.json"
+            if kind == "Pooling":
+                config = json.loads(config_file.read_text(encoding="utf-8"))
+                modes = sum(1 for k, v in config.items() if k.startswith("pooling_mode_") and v is True)
+                dimension = int(config["word_embedding_dimension"]) * max(modes, 1)
+            elif kind == "Dense":
+                dimension = int(json.loads(config_file.read_text(encoding="utf-8"))["out_features"])
+            elif kind not in ("Transformer", "Normalize"):
+                return None  # a module that may change the dimension: ask the loaded model
+        return dimension
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def local_folder(path: str) -> Path:

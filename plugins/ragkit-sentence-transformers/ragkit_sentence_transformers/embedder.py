@@ -12,9 +12,12 @@ small_batch_threads = 1      # torch threads for a query's few texts
 backend = "torch"            # or "onnx": ONNX Runtime, ~3x faster on a query
 ```
 
-The model loads on first use (``embed``, ``dimension`` or ``model_id``), once
-per process, device and backend, and encoding runs in a worker thread so the
-event loop keeps serving other tasks.
+The model loads on first ``embed``, once per process, device and backend, and
+encoding runs in a worker thread so the event loop keeps serving other tasks.
+``dimension`` and ``model_id`` read the model's files (``modules.json`` and its
+modules' configs) and import neither torch nor sentence-transformers, so
+commands that embed nothing (``ragkit status``) start without them; a model
+whose files do not say (custom modules) is loaded to ask it.
 
 ``backend = "onnx"`` (``pip install 'ragkit-sentence-transformers[onnx]'``)
 runs the same weights with ONNX Runtime on the CPU; see ``onnx_backend``. Its
@@ -85,6 +88,7 @@ class SentenceTransformerEmbedder(ModelAdapter):
     def __init__(self, options: Any = None) -> None:
         super().__init__(options)
         self.source = _loading.resolve(self.options.model)  # cheap: checks paths, imports no torch
+        self._dimension: int | None = None
         if self.options.backend == "onnx" and self.options.device != "cpu":
             raise ConfigError(
                 f'backend = "onnx" runs on the CPU only, not on device {self.options.device!r}: '
@@ -99,13 +103,24 @@ class SentenceTransformerEmbedder(ModelAdapter):
     def _loaded(self) -> _loading.Loaded:
         if self.options.backend == "onnx":
             cache = Path(self.options.onnx_cache_dir).expanduser() if self.options.onnx_cache_dir else None
-            return _loading.load("SentenceTransformer-onnx", self.source, "cpu", lambda path, _: _load_onnx(path, cache))
-        return _loading.load("SentenceTransformer", self.source, self.options.device, _load_model)
+            loaded = _loading.load("SentenceTransformer-onnx", self.source, "cpu", lambda path, _: _load_onnx(path, cache))
+        else:
+            loaded = _loading.load("SentenceTransformer", self.source, self.options.device, _load_model)
+        if self._dimension is not None and loaded.defaults["dimension"] != self._dimension:
+            raise ModelError(
+                f"sentence-transformers model {self.source.name!r} makes vectors of dimension "
+                f"{loaded.defaults['dimension']}, but its files declare {self._dimension}: fix the model's "
+                "modules.json and module configs (Pooling word_embedding_dimension, Dense out_features)"
+            )
+        return loaded
 
     @property
     def dimension(self) -> int:
-        """The model's output size (loads the model on first read)."""
-        return self._loaded().defaults["dimension"]
+        """The model's output size, from its files when they say (no import of
+        torch), else from the loaded model."""
+        if self._dimension is None:
+            self._dimension = _loading.declared_dimension(self.source) or self._loaded().defaults["dimension"]
+        return self._dimension
 
     @property
     def model_id(self) -> str:
@@ -122,8 +137,7 @@ class SentenceTransformerEmbedder(ModelAdapter):
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)  # a copy: the caller's list is never touched
         if not texts:
-            loaded = await asyncio.to_thread(self._loaded)
-            return np.zeros((0, loaded.defaults["dimension"]), dtype=np.float32)
+            return np.zeros((0, self.dimension), dtype=np.float32)
         return await asyncio.to_thread(self._encode, texts)
 
     def _encode(self, texts: list[str]) -> np.ndarray:

@@ -1,9 +1,10 @@
 """One chat turn answered by ragkit, in the pieces both protocols send.
 
 The answer text is followed by a references block (``### References`` and a
-``- [n] file`` line per reference), so a chat window shows where the answer
-comes from; the same references go in a structured field of each protocol's
-response (``references``: ``Reference`` records as JSON).
+``- [n] file`` line per source the answer cites, numbered as it cites them), so
+a chat window shows where the answer comes from; the same references go in a
+structured field of each protocol's response (``references``: ``Reference``
+records as JSON).
 """
 
 from __future__ import annotations

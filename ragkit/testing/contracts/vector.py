@@ -340,6 +340,34 @@ class VectorDimensionTests:
             await adapter.query(rand(1, d + delta)[0], 5)
 
 
+    @needs(Capability.PERSISTENT)
+    @checks("vector.dimension.lazy")
+    async def test_a_store_of_another_dimension_opens_and_refuses_its_vectors(self, adapter):
+        """(PERSISTENT) A new instance configured for another dimension over the
+        same data opens and counts its ids; ``upsert``, ``query`` and ``get``
+        raise ``DimensionMismatchError`` naming both dimensions, and write nothing.
+
+        Troubleshoot: on open, set ``stored_dimension`` (and ``stored_embedder``
+        from the store's metadata) instead of raising; the base class checks it
+        before every read or write of vectors (``check_stored``).
+        """
+        d = adapter.dimension
+        await adapter.upsert(["a", "b"], rand(2, d, seed=27))
+        await adapter.close()
+        other = type(adapter)(adapter.config.model_copy(update={"dimension": d + 1, "embedder": "other (x)"}))
+        await other.open()
+        try:
+            assert await other.count() == 2
+            for call in (other.upsert(["c"], rand(1, d + 1)), other.query(rand(1, d + 1)[0], 1), other.get(["a"])):
+                with pytest.raises(DimensionMismatchError) as err:
+                    await call
+                assert f"dimension {d} made by" in str(err.value) and "other (x)" in str(err.value)
+        finally:
+            await other.close()
+            await adapter.open()
+        assert await adapter.count() == 2
+
+
 class VectorQueryTests:
     @checks("vector.query.ranking")
     async def test_query_orders_by_cosine_best_first(self, adapter):
