@@ -21,6 +21,8 @@ from pathlib import Path
 
 from ragkit.cli.output import print_json
 from ragkit.cli.progress import ProgressLine
+from ragkit.core.text import shown_name
+from ragkit.offline import DefaultOfflineLLM, notice_once
 from ragkit.rag import RAG
 from ragkit.settings import load_settings
 
@@ -36,6 +38,8 @@ async def _index(args: argparse.Namespace) -> dict:
     progress = ProgressLine(len(loaded.documents), lambda: rag._cached_llm.stats if rag._cached_llm else None)
     rag.progress = progress
     async with rag:
+        if isinstance(rag.llm.llm, DefaultOfflineLLM):
+            notice_once()  # before the progress line, which the first call's notice would break
         report = await rag.indexer().insert(documents)
         counts = await rag.astatus()
         nodes, edges = await rag.stores.graph.node_count(), await rag.stores.graph.edge_count()
@@ -109,14 +113,16 @@ def _print_files(files: list) -> None:
     """The inputs not loaded as they are, one line each: the same lines for a run and a dry run."""
     for item in files:
         if _outcome(item) != "loaded":
-            print(f"{_field(item, 'path')}: {_outcome(item)}: {_field(item, 'message')}")
+            # One line each, whatever a file's name holds (a newline would split it).
+            path, message = (shown_name(str(_field(item, k))) for k in ("path", "message"))
+            print(f"{path}: {_outcome(item)}: {message}")
 
 
 def _print_dry_run(result: dict) -> None:
     _print_files(result["files"])
     for row in result["loaded"]:
         pages = f"{row['pages']} pages, " if row["pages"] is not None else ""
-        print(f"{row['path']}: {pages}{row['characters']} characters")
+        print(f"{shown_name(row['path'])}: {pages}{row['characters']} characters")
     print(
         f"dry run: {result['documents']} documents to index ({result['skipped_unchanged']} unchanged), "
         f"{result['chunks']} chunks\n"

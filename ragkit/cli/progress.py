@@ -20,6 +20,10 @@ import time
 from collections.abc import Callable
 
 ESTIMATING = "estimating…"
+_QUIET = frozenset({"documents_unchanged", "characters_chunked", "chunks_counted", "chunks_resumed"})
+"""Bookkeeping for the estimate: the line shows what they change with the next event."""
+_ALWAYS = frozenset({"documents_committed", "chunks_planned"})
+"""Shown even within a second of the last line (``RAGKIT_PROGRESS=plain``): they are rare."""
 
 
 class Eta:
@@ -110,9 +114,9 @@ class ProgressLine:
             self.planned += n
         elif event == "chunks_committed":
             self.committed += n
-        if not self.enabled:
+        if not self.enabled or event in _QUIET or (event == "characters_planned" and not n):
             return
-        if self.plain and self.clock() - self.last < 1.0 and event != "documents_committed":
+        if self.plain and self.clock() - self.last < 1.0 and event not in _ALWAYS:
             return
         self.last = self.clock()
         sys.stderr.write(("" if self.plain else "\r") + self.line() + ("\n" if self.plain else ""))
