@@ -8,8 +8,12 @@ those chunked so far (``ragkit.pipeline.index``'s progress events). The rate is
 chunks extracted per second since the work started, so it includes the
 commits between windows; chunks committed before an interruption and resumed
 count as done, but not towards the rate. Until a first chunk is extracted
-there is no rate, and the line says ``ETA estimating…`` rather than a number.
-The final pass of deferred summaries has its own rate, from its first slice.
+there is no rate, and the line says ``ETA estimating…`` rather than a number;
+until a first commit (a batch of documents, or a large document's window) the
+rate holds no merging, so the figure is a lower bound, shown ``ETA ≥47s``.
+The final pass of deferred summaries has its own rate, from its first slice,
+and is not in the estimate before it starts (benchmarks/findings.md, issue 32,
+measures how far that leaves the figure).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ class Eta:
         self.counted = 0  # chunks of the documents chunked so far
         self.extracted = 0
         self.resumed = 0
+        self.commits = 0  # batches and windows committed in this run
         self.summaries = [0, 0, 0.0]  # the final summary pass: done, planned, when it started
 
     def hear(self, event: str, n: int) -> None:
@@ -53,6 +58,9 @@ class Eta:
             self.extracted += n
         elif event == "chunks_resumed":
             self.resumed += n
+            self.commits -= 1  # its chunks_committed follows, and measures no merge
+        elif event in ("chunks_committed", "documents_committed"):
+            self.commits += 1
         elif event == "summaries_planned":
             self.summaries = [0, self.summaries[1] + n, self.clock()]
         elif event == "summaries_done":
@@ -80,8 +88,17 @@ class Eta:
         return max(0.0, total - self.resumed - self.extracted) / rate
 
 
-def shown_eta(seconds: float | None) -> str:
-    return ESTIMATING if seconds is None else f"{seconds:.0f}s"
+    @property
+    def lower_bound(self) -> bool:
+        """Whether ``seconds`` leaves merging out (nothing committed yet this run)."""
+        done, planned, _ = self.summaries
+        return self.commits <= 0 and not (planned and done < planned)
+
+
+def shown_eta(seconds: float | None, lower_bound: bool = False) -> str:
+    if seconds is None:
+        return ESTIMATING
+    return ("≥" if lower_bound and seconds else "") + f"{seconds:.0f}s"
 
 
 class ProgressLine:
@@ -143,5 +160,5 @@ class ProgressLine:
         elapsed = self.clock() - self.started
         return (
             f"{done}/{total} documents{unchanged}  {self.eta.extracted} chunks{large}  {calls} LLM calls  "
-            f"{tokens} tokens  {elapsed:.0f}s elapsed  ETA {shown_eta(self.eta.seconds())}   "
+            f"{tokens} tokens  {elapsed:.0f}s elapsed  ETA {shown_eta(self.eta.seconds(), self.eta.lower_bound)}   "
         )

@@ -118,7 +118,7 @@ def test_insert_shows_its_real_parameters():
     params = inspect.signature(RAG.insert).parameters
     assert list(params) == ["self", "texts", "paths", "documents", "access", "principal"]
     assert params["paths"].kind is inspect.Parameter.KEYWORD_ONLY
-    assert "tuple[LoadReport, IndexReport]" in str(inspect.signature(RAG.insert).return_annotation)
+    assert "InsertResult" in str(inspect.signature(RAG.insert).return_annotation)  # a named (LoadReport, IndexReport)
 
 
 # -- warnings, errors, mixing ---------------------------------------------------------------

@@ -25,7 +25,6 @@ import sys
 from pathlib import Path
 
 from ragkit.offline import NOTICE, OfflineLLM
-from ragkit.offline.answer import BYPASS, BYPASS_ZH
 from ragkit.protocols import ChatRequest
 
 
@@ -93,6 +92,8 @@ def test_exports_say_what_they_hold(tmp_path):
 
 
 def test_the_offline_answer_without_context_speaks_the_questions_language():
+    from ragkit.offline.answer import BYPASS, BYPASS_ZH
+
     llm = OfflineLLM()
 
     def answer(question: str) -> str:

@@ -18,7 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ragkit.pipeline.identity import SOURCE_PATH
 from ragkit.rag import RAG
 from ragkit.settings import Settings
 from ragkit.testing.corpus import write_passages
@@ -42,7 +41,7 @@ def documents(data: Path) -> dict[str, str]:
     async def go():
         async with RAG(Settings(working_dir=data)) as rag:
             page = await rag.stores.doc_status.list_page(None, 100, None)
-            return {r.file_path: r.metadata.get(SOURCE_PATH) for r in page.items}
+            return {r.file_path: r.metadata.get("ragkit_source_path") for r in page.items}  # identity.SOURCE_PATH
 
     return asyncio.run(go())
 

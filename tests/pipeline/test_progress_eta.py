@@ -39,6 +39,10 @@ def test_estimating_until_the_first_chunk_then_from_chunks_not_documents():
     eta.hear("chunks_counted", 90)
     eta.hear("characters_chunked", 9_000)
     assert eta.chunks() == 100 and eta.seconds() == pytest.approx(190)
+    # Nothing committed yet: the rate holds no merging, so the figure is a lower bound.
+    assert eta.lower_bound and shown_eta(eta.seconds(), eta.lower_bound) == "≥190s"
+    eta.hear("chunks_committed", 5)  # a first window merged: its time is in the rate from now on
+    assert not eta.lower_bound and shown_eta(eta.seconds(), eta.lower_bound) == "190s"
 
 
 def test_a_resumed_large_file_is_estimating_then_counts_its_resumed_chunks_as_done():
@@ -53,6 +57,8 @@ def test_a_resumed_large_file_is_estimating_then_counts_its_resumed_chunks_as_do
     clock.now = 20.0
     line("chunks_extracted", 10)  # 10 chunks in 20 s; the resumed ones were not extracted in this run
     assert line.eta.seconds() == pytest.approx((4921 - 1536 - 10) * 2)
+    assert line.eta.lower_bound  # the resumed chunks' commit measured no merge
+    assert line.line().rstrip().endswith(f"ETA ≥{(4921 - 1536 - 10) * 2}s")
 
 
 def test_the_summary_pass_is_estimating_until_its_first_slice():
