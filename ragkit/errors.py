@@ -146,9 +146,13 @@ class InputNotFoundError(RagkitError, FileNotFoundError):
         self.paths = list(paths)
         named = ", ".join(repr(p) for p in self.paths)
         super().__init__(
-            f"insert(paths=...): no such file or folder: {named} (relative to {os.getcwd()!r}); nothing was "
+            f"insert(paths=...): no such file or folder: {named}{_relative_to(self.paths)}; nothing was "
             "indexed. Fix: correct or drop the path"
         )
+
+
+def _relative_to(paths: list[str]) -> str:
+    return f" (relative to {os.getcwd()!r})" if any(not os.path.isabs(p) for p in paths) else ""
 
 
 def public_message(exc: BaseException) -> str:

@@ -4,13 +4,16 @@ The ETA counts chunks, not documents: one large file is one document for the
 whole run, and forty documents of different sizes are not forty equal steps.
 The run's chunk total is known once every document is chunked; before that it
 is estimated from the characters still to chunk at the chunks-per-character of
-those chunked so far (``ragkit.pipeline.index``'s progress events). The rate is
-chunks extracted per second since the work started, so it includes the
-commits between windows; chunks committed before an interruption and resumed
-count as done, but not towards the rate. Until a first chunk is extracted
-there is no rate, and the line says ``ETA estimating…`` rather than a number;
-until a first commit (a batch of documents, or a large document's window) the
-rate holds no merging, so the figure is a lower bound, shown ``ETA ≥47s``.
+those chunked so far (``ragkit.pipeline.index``'s progress events). Two costs
+are measured apart: extraction, per chunk extracted, and committing (merging,
+summaries, vectors, the flush), as the time from the last extracted chunk to
+a commit, per chunk extracted before it (a large document's window is
+committed while nothing is extracted; a batch of small documents mostly while
+others are, and then costs little). Chunks committed before an interruption
+and resumed count as done, but not towards either cost. Until a first chunk is
+extracted there is no rate, and the line says ``ETA estimating…`` rather than
+a number; until a first commit the committing cost is unknown, so the figure
+is a lower bound, shown ``ETA ≥47s``.
 The final pass of deferred summaries has its own rate, from its first slice,
 and is not in the estimate before it starts (benchmarks/findings.md, issue 32,
 measures how far that leaves the figure).
@@ -42,6 +45,9 @@ class Eta:
         self.extracted = 0
         self.resumed = 0
         self.commits = 0  # batches and windows committed in this run
+        self.last_extracted = 0.0  # when the last chunk was extracted
+        self.committing = 0.0  # seconds from a last extracted chunk to a commit, summed
+        self.extracted_at_commit = 0  # chunks extracted before the last commit
         self.summaries = [0, 0, 0.0]  # the final summary pass: done, planned, when it started
 
     def hear(self, event: str, n: int) -> None:
@@ -56,11 +62,15 @@ class Eta:
             self.counted += n
         elif event == "chunks_extracted":
             self.extracted += n
+            self.last_extracted = self.clock()
         elif event == "chunks_resumed":
             self.resumed += n
             self.commits -= 1  # its chunks_committed follows, and measures no merge
         elif event in ("chunks_committed", "documents_committed"):
             self.commits += 1
+            if self.extracted > self.extracted_at_commit:
+                self.committing += self.clock() - max(self.last_extracted, self.started or 0.0)
+                self.extracted_at_commit = self.extracted
         elif event == "summaries_planned":
             self.summaries = [0, self.summaries[1] + n, self.clock()]
         elif event == "summaries_done":
@@ -84,9 +94,11 @@ class Eta:
         total = self.chunks()
         if total is None or not self.extracted:
             return None
-        rate = self.extracted / max(self.clock() - self.started, 1e-9)
-        return max(0.0, total - self.resumed - self.extracted) / rate
-
+        extracting = max(self.clock() - self.started - self.committing, 1e-9)
+        left = max(0.0, total - self.resumed - self.extracted) * extracting / self.extracted
+        if self.extracted_at_commit:
+            left += max(0.0, total - self.resumed - self.extracted_at_commit) * self.committing / self.extracted_at_commit
+        return left
 
     @property
     def lower_bound(self) -> bool:

@@ -52,9 +52,6 @@ def test_delete_by_path_from_another_folder(tmp_path):
     elsewhere.mkdir()
     ok("index", "corpus", cwd=project, data=data)
     ok("index", str(project / "corpus" / "passage-3.txt"), cwd=elsewhere, data=data)  # already indexed: unchanged
-    recorded = documents(data)
-    assert recorded["corpus/passage-0.txt"] == (project / "corpus" / "passage-0.txt").as_posix()
-
     # The reported case: an absolute path from another folder.
     out = ok("delete", str(project / "corpus" / "passage-0.txt"), cwd=elsewhere, data=data)
     assert "deleted 1 document(s)" in out
@@ -65,7 +62,8 @@ def test_delete_by_path_from_another_folder(tmp_path):
     (project / "sub").mkdir()
     out = ok("delete", "../corpus/passage-2.txt", cwd=project / "sub", data=data)
     assert "deleted 1 document(s)" in out
-    assert set(documents(data)) == {"corpus/passage-3.txt"}
+    recorded = documents(data)
+    assert recorded == {"corpus/passage-3.txt": (project / "corpus" / "passage-3.txt").as_posix()}
 
     # A path that names no indexed file from there is still an error that deletes nothing.
     out = ragkit("delete", "../project/corpus/passage-9.txt", cwd=elsewhere, data=data)

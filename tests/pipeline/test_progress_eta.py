@@ -86,3 +86,24 @@ def test_unchanged_documents_count_as_done():
     assert everything_indexed.eta.seconds() is None  # not known until the run says it has nothing to do
     everything_indexed("characters_planned", 0)
     assert everything_indexed.eta.seconds() == 0.0
+
+
+def test_a_windows_commit_is_measured_apart_from_extraction():
+    """The shape of the measured 2 MiB run (benchmarks/findings.md, issue 32): a
+    first window of 256 chunks extracted in 140 s and committed 60 s later;
+    then the commit's cost is counted for the chunks left too."""
+    clock = Clock()
+    eta = Eta(clock)
+    for event, n in [("characters_planned", 2_000_000), ("chunks_counted", 431),
+                     ("characters_chunked", 2_000_000), ("chunks_planned", 431)]:
+        eta.hear(event, n)
+    clock.now = 140.0
+    eta.hear("chunks_extracted", 256)
+    assert eta.lower_bound and eta.seconds() == pytest.approx(175 * 140 / 256)  # extraction alone
+    clock.now = 200.0
+    eta.hear("chunks_committed", 256)
+    clock.now = 205.0
+    eta.hear("chunks_extracted", 11)
+    extraction = (431 - 267) * (205 - 60) / 267
+    committing = (431 - 256) * 60 / 256
+    assert not eta.lower_bound and eta.seconds() == pytest.approx(extraction + committing)
