@@ -19,7 +19,8 @@
     ├── WriterLockTimeoutError      another process kept the workspace's writer lock too long
     ├── WriterLeaseLostError        this process lost the writer lock mid-write (it stalled)
     ├── WriteAccessError            a principal's write that would hide its result from itself
-    └── DocumentNotFoundError       an id or path that names no stored document
+    ├── DocumentNotFoundError       an id or path that names no stored document
+    └── InputNotFoundError          a file or folder given to insert(paths=...) that does not exist
 
 Messages name the problem and the fix, because they reach users of the CLI.
 
@@ -32,6 +33,8 @@ The whole message goes to the server log.
 """
 
 from __future__ import annotations
+
+import os
 
 
 class RagkitError(Exception):
@@ -133,6 +136,23 @@ class DocumentNotFoundError(RagkitError, LookupError):
         self.arguments = list(arguments)
         named = ", ".join(repr(a) for a in self.arguments)
         super().__init__(f"no document has the id, or was indexed from the path, {named}")
+
+
+class InputNotFoundError(RagkitError, FileNotFoundError):
+    """Files or folders given to ``RAG.insert(paths=...)`` that do not exist;
+    ``paths`` lists them. Raised before anything is loaded or written."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = list(paths)
+        named = ", ".join(repr(p) for p in self.paths)
+        super().__init__(
+            f"insert(paths=...): no such file or folder: {named}{_relative_to(self.paths)}; nothing was "
+            "indexed. Fix: correct or drop the path"
+        )
+
+
+def _relative_to(paths: list[str]) -> str:
+    return f" (relative to {os.getcwd()!r})" if any(not os.path.isabs(p) for p in paths) else ""
 
 
 def public_message(exc: BaseException) -> str:

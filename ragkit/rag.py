@@ -41,7 +41,7 @@ import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from pydantic import ValidationError
 
@@ -51,7 +51,7 @@ from ragkit.backends import build_model
 from ragkit.core.llm_cache import CachedLLM, counting
 from ragkit.core.stores import Stores
 from ragkit.protocols.vector import embedder_label
-from ragkit.errors import InvalidValueError, describe_validation_error
+from ragkit.errors import InputNotFoundError, InvalidValueError, describe_validation_error
 from ragkit.offline import default_llm
 from ragkit.pipeline.edit import CustomKG, CustomKGReport, GraphEditor
 from ragkit.pipeline.documents import DocumentPage, list_documents, readable_counts, resolve_documents
@@ -112,6 +112,19 @@ def _sync(method: AsyncMethod[P, T]) -> Callable[Concatenate[RAG, P], T]:
     run.__name__ = method.__name__.removeprefix("a")
     run.__qualname__ = f"RAG.{run.__name__}"
     return run
+
+
+class InsertResult(NamedTuple):
+    """What ``insert`` did: a named pair, so ``loaded, report = rag.insert(...)`` works too."""
+
+    loaded: LoadReport
+    """One ``LoadItem`` per input (and per file inside a folder): ``path``,
+    ``outcome`` (loaded, loaded_with_replacements, loaded_with_warnings,
+    skipped, failed), ``message`` (why), ``doc_id``; ``loaded.problems`` lists the
+    items not simply loaded."""
+    report: IndexReport
+    """Ids processed, skipped as unchanged, failed (id -> error) and replaced;
+    chunks written; the run's LLM calls and tokens."""
 
 
 @dataclass
@@ -305,10 +318,13 @@ class RAG:
         documents: Document | Iterable[Document] | None = None,
         access: AccessList | None = None,
         principal: Principal | None = None,
-    ) -> tuple[LoadReport, IndexReport]:
+    ) -> InsertResult:
         """Index ``texts`` (each string is a document's content, never a path),
         the files and folders in ``paths`` and ready ``documents``; returns the
-        load and index reports. ``access``: who may read the inputs that carry
+        load and index reports (``InsertResult``). A path in ``paths`` that does
+        not exist raises ``InputNotFoundError`` before anything is read or
+        written (a typo must not pass as a smaller corpus); a file that exists
+        but cannot be read fails alone, in ``result.loaded.items``. ``access``: who may read the inputs that carry
         no list of their own (``ragkit.access``; none: everyone, or the list a
         document already had).
 
@@ -319,7 +335,11 @@ class RAG:
         (``ragkit.pipeline.identity``), so a submission never changes or
         reveals a document the principal may not read. The report then covers
         the submitted documents only."""
-        loaded = load_documents(_inputs(texts, paths, documents), limits=self.settings.loaders)
+        inputs = _inputs(texts, paths, documents)
+        missing = [p.as_posix() for p in inputs if isinstance(p, Path) and not os.path.lexists(p)]
+        if missing:
+            raise InputNotFoundError(missing)
+        loaded = load_documents(inputs, limits=self.settings.loaders)
         docs = loaded.documents
         await self.aopen()
         if principal is not None:
@@ -331,10 +351,10 @@ class RAG:
             with counting(None):
                 quiet = Indexer(self.stores, self.llm, self.embedder, self.tokenizer, self.index_config)
                 await quiet.recover(besides=ids)
-            return loaded, await self.indexer().insert(docs, recover=ids)
+            return InsertResult(loaded, await self.indexer().insert(docs, recover=ids))
         if access is not None:
             docs = [d if d.access is not None else d.model_copy(update={"access": access}) for d in docs]
-        return loaded, await self.indexer().insert(docs)
+        return InsertResult(loaded, await self.indexer().insert(docs))
 
     @_on_home_loop
     async def adelete(self, targets: str | Iterable[str], *, principal: Principal | None = None) -> list[str]:

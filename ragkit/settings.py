@@ -76,7 +76,9 @@ def check_workspace(value: str) -> str:
     if not WORKSPACE_PATTERN.fullmatch(value):  # match() would let '$' accept "\n"
         lower = value.lower()
         hint = f"; use {lower!r} (rename the folder if it holds data)" if WORKSPACE_PATTERN.fullmatch(lower) else ""
-        raise ValueError(WORKSPACE_RULE + hint)
+        # The name is echoed (the error hides other inputs, which may be secrets; a workspace is not one).
+        shown = repr(value) if len(value) <= 80 else repr(value[:77]) + "..."
+        raise ValueError(f"{shown} is not a workspace name: {WORKSPACE_RULE}{hint}")
     return value
 
 
@@ -174,8 +176,12 @@ def _config_path(path: Any, env: Mapping[str, str]) -> Path | None:
     explicit = path or env.get("RAGKIT_CONFIG")
     if explicit:
         p = Path(explicit)
-        if not p.is_file():
-            raise ConfigError(f"settings file {p} does not exist; fix the path or unset RAGKIT_CONFIG")
+        given, fix = ("", "fix the path") if path else (" (from RAGKIT_CONFIG)", "fix it or unset RAGKIT_CONFIG")
+        # Anything readable that is not a folder will do: /dev/null (no settings) and pipes too.
+        if p.is_dir():
+            raise ConfigError(f"settings file {p}{given} is a folder; give the path of a TOML file")
+        if not p.exists():
+            raise ConfigError(f"settings file {p}{given} does not exist; {fix}")
         return p
     p = Path(DEFAULT_FILE)
     return p if p.is_file() else None

@@ -87,7 +87,7 @@ def run_delete(args: argparse.Namespace) -> int:
         print(f"ragkit: error: {exc}", file=sys.stderr)
         print(
             "ragkit: nothing was deleted. Give document ids or the paths the documents were indexed from "
-            "(as given to `ragkit index`, or absolute); `ragkit documents` lists both.",
+            "(as given to `ragkit index`, absolute, or relative to this folder); `ragkit documents` lists both.",
             file=sys.stderr,
         )
         return 2
@@ -96,7 +96,7 @@ def run_delete(args: argparse.Namespace) -> int:
         for doc_id in ids:
             if doc_id not in shown:
                 shown.add(doc_id)
-                print(f"deleted {doc_id}" + ("" if doc_id == argument else f" ({argument})"))
+                print(f"deleted {doc_id}" + ("" if doc_id == argument else f" ({shown_name(argument)})"))
     print(f"deleted {len(shown)} document(s)")
     return 0
 

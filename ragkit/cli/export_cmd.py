@@ -17,7 +17,11 @@ async def _export(args: argparse.Namespace) -> ExportSummary:
 
 def run(args: argparse.Namespace) -> int:
     s = asyncio.run(_export(args))
-    print(f"exported {s.entities} entities, {s.relations} relations and {s.chunks} chunks to {s.path} ({s.format})")
+    if s.format == "graphml":  # the graph only: chunk texts are in the JSON and CSV exports
+        print(f"exported {s.entities} entities and {s.relations} relations to {s.path} (graphml: the graph only; "
+              "the source chunks' texts are in --format json or csv)")
+    else:
+        print(f"exported {s.entities} entities, {s.relations} relations and {s.chunks} chunks to {s.path} ({s.format})")
     if s.escaped_values:
         print(
             f"{s.escaped_values} values held characters XML cannot carry (control characters, U+FFFE/U+FFFF); "

@@ -16,70 +16,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
-import time
 from pathlib import Path
 
 from ragkit.cli.output import print_json
+from ragkit.cli.progress import ProgressLine
+from ragkit.core.text import shown_name
+from ragkit.offline import DefaultOfflineLLM, notice_once
 from ragkit.rag import RAG
 from ragkit.settings import load_settings
-
-
-class ProgressLine:
-    """One self-overwriting status line on stderr when it is a terminal; with
-    ``RAGKIT_PROGRESS=plain``, one line at most every second (logs, pipes)."""
-
-    def __init__(self, total: int, llm_stats) -> None:
-        self.total = total
-        self.done = 0
-        self.chunks = 0
-        self.planned = 0  # chunks of documents indexed window by window...
-        self.committed = 0  # ...and how many of them are committed
-        self.summaries = [0, 0, 0.0]  # the final summary pass: done, planned, when it started
-        self.started = time.perf_counter()
-        self.stats = llm_stats
-        self.plain = os.environ.get("RAGKIT_PROGRESS", "").strip().lower() == "plain"
-        self.enabled = sys.stderr.isatty() or self.plain
-        self.last = 0.0
-
-    def __call__(self, event: str, n: int) -> None:
-        if event == "documents_committed":
-            self.done += n
-        elif event == "chunks_extracted":
-            self.chunks += n
-        elif event == "chunks_planned":
-            self.planned += n
-        elif event == "chunks_committed":
-            self.committed += n
-        elif event == "summaries_planned":
-            self.summaries = [0, self.summaries[1] + n, time.perf_counter()]
-        elif event == "summaries_done":
-            self.summaries[0] += n
-        if not self.enabled:
-            return
-        if self.plain and time.perf_counter() - self.last < 1.0 and event != "documents_committed":
-            return
-        self.last = time.perf_counter()
-        elapsed = time.perf_counter() - self.started
-        eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
-        if self.planned and self.committed and self.committed < self.planned:  # one large document at work
-            eta = max(eta, elapsed / self.committed * (self.planned - self.committed))
-        stats = self.stats()
-        calls = sum(stats.calls.values()) if stats else 0
-        tokens = sum(stats.input_tokens.values()) + sum(stats.output_tokens.values()) if stats else 0
-        large = f"  large documents: {self.committed}/{self.planned} chunks committed" if self.planned else ""
-        done, planned, since = self.summaries
-        if planned and done < planned:  # the final pass: its own rate, once a slice is done
-            large += f"  summaries: {done}/{planned} entities and relations"
-            rate = done / (time.perf_counter() - since) if done else 0.0
-            eta = (planned - done) / rate if rate else eta
-        sys.stderr.write(
-            f"{'' if self.plain else chr(13)}{self.done}/{self.total} documents  {self.chunks} chunks{large}  "
-            f"{calls} LLM calls  {tokens} tokens  {elapsed:.0f}s elapsed  ETA {eta:.0f}s   "
-            + ("\n" if self.plain else "")
-        )
-        sys.stderr.flush()
 
 
 async def _index(args: argparse.Namespace) -> dict:
@@ -93,11 +38,12 @@ async def _index(args: argparse.Namespace) -> dict:
     progress = ProgressLine(len(loaded.documents), lambda: rag._cached_llm.stats if rag._cached_llm else None)
     rag.progress = progress
     async with rag:
+        if isinstance(rag.llm.llm, DefaultOfflineLLM):
+            notice_once()  # before the progress line, which the first call's notice would break
         report = await rag.indexer().insert(documents)
         counts = await rag.astatus()
         nodes, edges = await rag.stores.graph.node_count(), await rag.stores.graph.edge_count()
-    if progress.enabled and not progress.plain:
-        sys.stderr.write("\n")
+    progress.finish()
     return {
         "files": [item.__dict__ if hasattr(item, "__dict__") else item for item in loaded.items],
         "processed": len(report.processed),
@@ -167,14 +113,16 @@ def _print_files(files: list) -> None:
     """The inputs not loaded as they are, one line each: the same lines for a run and a dry run."""
     for item in files:
         if _outcome(item) != "loaded":
-            print(f"{_field(item, 'path')}: {_outcome(item)}: {_field(item, 'message')}")
+            # One line each, whatever a file's name holds (a newline would split it).
+            path, message = (shown_name(str(_field(item, k))) for k in ("path", "message"))
+            print(f"{path}: {_outcome(item)}: {message}")
 
 
 def _print_dry_run(result: dict) -> None:
     _print_files(result["files"])
     for row in result["loaded"]:
         pages = f"{row['pages']} pages, " if row["pages"] is not None else ""
-        print(f"{row['path']}: {pages}{row['characters']} characters")
+        print(f"{shown_name(row['path'])}: {pages}{row['characters']} characters")
     print(
         f"dry run: {result['documents']} documents to index ({result['skipped_unchanged']} unchanged), "
         f"{result['chunks']} chunks\n"

@@ -49,9 +49,16 @@ _INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 name, they make ``gpj.exe`` show as ``exe.jpg``, or two names look the same."""
 
 
+_LINE_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+"""Control characters: a newline in a file name would split a report line."""
+
+
 def shown_name(name: str) -> str:
     """A name (a file's, a path) as it may be shown to someone who did not
-    choose it: every invisible or bidirectional control as a ``\\u202e`` escape."""
+    choose it, on one line: control characters as ``\\x0a`` escapes (as a
+    name that is not UTF-8 shows its bytes), every invisible or bidirectional
+    control as a ``\\u202e`` escape."""
+    name = _LINE_CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", name)
     return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", name)
 
 

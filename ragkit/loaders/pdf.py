@@ -49,12 +49,17 @@ class PdfLoader(Loader):
             count = len(reader.pages)
             sections = _outline(reader)
             section = None
+            headings = _Headings()
             for number in range(count):
-                section = sections.get(number, section)
-                text = reader.pages[number].extract_text() or ""
-                if text.strip():
-                    builder.add(text, page=number + 1, section=section)
-                else:
+                if sections:
+                    section = sections.get(number, section)
+                    text = reader.pages[number].extract_text() or ""
+                    pieces = [(text, section)]
+                else:  # no bookmarks: headings by font size
+                    pieces = headings.page(reader.pages[number])
+                for text, piece_section in pieces:
+                    builder.add(text, page=number + 1, section=piece_section)
+                if not any(text.strip() for text, _ in pieces):
                     empty.append(number + 1)
         except LoaderError:
             raise
@@ -104,6 +109,72 @@ def _outline(reader) -> dict[int, str]:
     except Exception:  # a damaged outline costs the sections, not the text
         return {}
     return found
+
+
+HEADING_RATIO = 1.15
+"""A line set this much larger than the page's body text is a heading..."""
+HEADING_MAX_CHARS = 120
+"""...if it is this short and does not end a sentence."""
+
+
+class _Headings:
+    """Headings of a PDF without bookmarks, found by font size (what a PDF made
+    by reportlab, or printed from a word processor, has): each becomes a
+    paragraph of its own, so it does not run into the sentence after it, and
+    names the section of the text under it (``Inspection > Repairs``). A
+    larger heading closes the smaller ones before it. Pages without a larger
+    line keep pypdf's text as is."""
+
+    def __init__(self) -> None:
+        self.open: list[tuple[float, str]] = []  # (size, title), outermost first
+
+    @property
+    def section(self) -> str | None:
+        return " > ".join(title for _, title in self.open) or None
+
+    def page(self, page) -> list[tuple[str, str | None]]:
+        lines: list[tuple[str, float]] = []
+        current: list[str] = []
+        sizes: list[float] = []
+
+        def visit(text: str, cm, tm, font, size: float) -> None:
+            scale = abs(tm[3] * cm[3]) if tm and cm and tm[3] and cm[3] else 1.0
+            for i, part in enumerate(text.split("\n")):
+                if i:
+                    lines.append(("".join(current), max(sizes, default=0.0)))
+                    current.clear()
+                    sizes.clear()
+                current.append(part)
+                if part.strip():
+                    sizes.append(size * scale)
+
+        text = page.extract_text(visitor_text=visit) or ""
+        lines.append(("".join(current), max(sizes, default=0.0)))
+        weight: dict[float, int] = {}
+        for line, size in lines:
+            weight[size] = weight.get(size, 0) + len(line.strip())
+        body = max(weight, key=weight.__getitem__, default=0.0)
+        if not any(self._is_heading(line, size, body) for line, size in lines):
+            return [(text, self.section)]
+        pieces: list[tuple[str, str | None]] = []
+        under: list[str] = []
+        for line, size in lines:
+            if not self._is_heading(line, size, body):
+                under.append(line)
+                continue
+            pieces.append(("\n".join(under), self.section))
+            under = []
+            title = " ".join(line.split())
+            self.open = [(s, t) for s, t in self.open if s > size] + [(size, title)]
+            pieces.append((title, self.section))
+        pieces.append(("\n".join(under), self.section))
+        return [(t, sec) for t, sec in pieces if t.strip()]
+
+    @staticmethod
+    def _is_heading(line: str, size: float, body: float) -> bool:
+        words = line.strip()
+        return (bool(body) and size >= body * HEADING_RATIO and 0 < len(words) <= HEADING_MAX_CHARS
+                and not words.endswith((".", ",", ";", ":")))
 
 
 def _opened(reader) -> bool:

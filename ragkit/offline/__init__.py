@@ -11,18 +11,21 @@ cited passages out of the box:
   reference numbers, under a first line saying that no generative model was used.
 
 Registered as the ``offline`` LLM; ``default_llm`` is what ``RAG`` uses when
-``[llm]`` is not set, and it says so once per process on stderr.
+``[llm]`` is not set, and it says so once per process on stderr, at its first
+call (``ragkit index`` and ``ragkit query`` say it before they start).
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import AsyncIterator
 from typing import TextIO
 
 from ragkit.offline.llm import RULES_VERSION, OfflineLLM, OfflineOptions
+from ragkit.protocols import ChatRequest, Completion
 
-__all__ = ["NOTICE", "RULES_VERSION", "OfflineLLM", "OfflineOptions", "default_llm", "notice_once"]
+__all__ = ["NOTICE", "RULES_VERSION", "DefaultOfflineLLM", "OfflineLLM", "OfflineOptions", "default_llm", "notice_once"]
 
 NOTICE = (
     "ragkit: no LLM configured, so the built-in offline LLM is used (rules, no model): it extracts names and "
@@ -47,7 +50,21 @@ def notice_once(stream: TextIO | None = None) -> bool:
     return True
 
 
+class DefaultOfflineLLM(OfflineLLM):
+    """The offline LLM standing in for an unconfigured one: says so once per
+    process at its first call, so a command that asks no model (``ragkit
+    delete``, ``status``) prints no notice about one."""
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        notice_once()
+        return await super().complete(request)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
+        notice_once()
+        async for piece in super().stream(request):
+            yield piece
+
+
 def default_llm() -> OfflineLLM:
-    """The LLM ``RAG`` uses when none is configured; says so once per process."""
-    notice_once()
-    return OfflineLLM()
+    """The LLM ``RAG`` uses when none is configured (``DefaultOfflineLLM``)."""
+    return DefaultOfflineLLM()

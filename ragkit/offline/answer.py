@@ -49,6 +49,17 @@ BYPASS = (
     "ragkit's offline mode cannot answer without context: no generative model is configured. "
     f"Ask in a mode that retrieves context (local, global, hybrid, naive, mix or ppr), or {CONFIGURE}."
 )
+BYPASS_ZH = (
+    "未配置生成式模型，ragkit 离线模式无法在没有上下文的情况下回答。请使用会检索上下文的模式"
+    "（local、global、hybrid、naive、mix 或 ppr），或在 ragkit.toml 中配置 LLM："
+    '[llm] name = "openai"（API 密钥放在 OPENAI_API_KEY）或 name = "ollama"（服务器地址放在 OLLAMA_HOST），'
+    "并在 [llm.options] 中设置 model。"
+)
+
+
+def bypass(question: str) -> str:
+    """The answer without context, in the question's language (Chinese or English)."""
+    return BYPASS_ZH if has_cjk(question) else BYPASS
 
 @dataclass
 class _Sentence:

@@ -83,7 +83,7 @@ class OfflineLLM(ModelAdapter):
             return keywords.summarise(statements, request.max_tokens, self.tokenizer.count, self._cut)
         if role == "answer":
             if not answers.has_context(request.system):
-                return answers.BYPASS
+                return answers.bypass(request.prompt)
             return answers.answer(request.prompt, request.system or "", self.options.answer_sentences)
         return OTHER
 

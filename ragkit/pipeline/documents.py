@@ -4,12 +4,14 @@ from) into document ids. It only reads; the CLI and the HTTP server share it.
 
 Paths. The loader stores ``Document.file_path`` as the user gave it, in POSIX
 form and not resolved (``corpus/a.txt``, ``/data/corpus/a.txt``), and the
-indexer maps it to the document's id in the ``doc_paths`` store when the
-document is committed. An argument matches a stored path when one of its
-spellings does: as given, normalised (``./corpus//a.txt`` is ``corpus/a.txt``),
-absolute, or relative to the current folder. So a file indexed as
-``corpus/a.txt`` is found as ``/data/corpus/a.txt`` from ``/data``, and one
-indexed by its absolute path is found by a relative one.
+file's absolute path, resolved in the folder the indexing ran in, in its
+metadata (``identity.SOURCE_PATH``); the indexer maps the absolute path to the
+document's id in the ``doc_paths`` store when the document is committed. An
+argument matches when one of its spellings does: as given, normalised
+(``./corpus//a.txt`` is ``corpus/a.txt``), absolute, or relative to the current
+folder. So a file indexed as ``corpus/a.txt`` in ``/data`` is found as
+``/data/corpus/a.txt`` from any folder, as ``../data/corpus/a.txt`` from
+``/tmp``, and as ``corpus/a.txt`` (the path as given) from anywhere.
 
 Cost. Ids and committed paths are direct lookups. Documents not committed
 (pending, processing, failed, deleting) have no ``doc_paths`` entry, so path
@@ -33,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from ragkit.access import Principal, allows
 from ragkit.errors import DocumentNotFoundError, InvalidValueError
 from ragkit.core.stores import Stores
+from ragkit.pipeline.identity import SOURCE_PATH
 from ragkit.schema import DocStatus, DocStatusRecord
 
 MAX_PAGE = 1000
@@ -244,7 +247,8 @@ async def _scan(
             for record in page.items:
                 if principal is not None and not allows(record.access, principal):
                     continue
-                for arg in args_of.get(record.file_path or "", ()):
+                stored = {record.file_path, record.metadata.get(SOURCE_PATH)}
+                for arg in {a for form in stored if form for a in args_of.get(str(form), ())}:
                     _add(matches[arg], [record.id])
             if page.next_cursor is None:
                 break

@@ -1,4 +1,8 @@
-"""Export the graph and the chunks it cites: JSON, GraphML or a folder of CSV files.
+"""Export the graph and its sources: JSON, GraphML or a folder of CSV files.
+
+The sources are every chunk of the documents (of those a principal may read),
+not only the chunks the graph cites: a chunk that gave no entity is still part
+of the indexed corpus, and a round trip must not lose it.
 
 - JSON: ``{"format": "ragkit-graph", "version": 1, "nodes": [...], "edges": [...],
   "chunks": [...]}``; nodes and edges as ``ragkit.schema.Node`` / ``Edge`` dumps,
@@ -13,7 +17,7 @@
 
 GraphML and CSV have no lists, so list properties (``source_ids``) are written as
 strings joined by ``LIST_SEPARATOR``. Nodes and edges are streamed from the
-graph store and only the set of cited chunk ids is held in memory, except for
+graph store and only the set of chunk ids is held in memory, except for
 GraphML, which networkx builds whole before writing.
 """
 
@@ -102,7 +106,7 @@ async def _json(stores: _Reads, path: Path) -> tuple[int, int, int]:
         fh.write(',\n"edges": ')
         edges = await _json_array(fh, (e.model_dump() async for e in _edges(stores, cited)))
         fh.write(',\n"chunks": ')
-        chunks = await _json_array(fh, _chunks(stores, cited))
+        chunks = await _json_array(fh, _chunks(stores, await _every_chunk(stores, cited)))
         fh.write("}\n")
     return nodes, edges, chunks
 
@@ -176,7 +180,7 @@ async def _csv(stores: _Reads, folder: Path) -> tuple[int, int, int]:
 
     entities = await _csv_file(folder / "entities.csv", ENTITY_COLUMNS, entity_rows())
     relations = await _csv_file(folder / "relations.csv", RELATION_COLUMNS, relation_rows())
-    chunks = await _csv_file(folder / "chunks.csv", CHUNK_COLUMNS, _chunks(stores, cited))
+    chunks = await _csv_file(folder / "chunks.csv", CHUNK_COLUMNS, _chunks(stores, await _every_chunk(stores, cited)))
     return entities, relations, chunks
 
 
@@ -244,9 +248,15 @@ def _flat(properties: dict[str, Any]) -> dict[str, Any]:
     return {k: LIST_SEPARATOR.join(map(str, v)) if isinstance(v, list) else v for k, v in properties.items()}
 
 
+async def _every_chunk(reads: _Reads, cited: set[str]) -> set[str]:
+    """The stored chunks and the cited ones (``_chunks`` keeps a scope's own)."""
+    return cited | {key async for key in reads.stores.chunks.keys()}
+
+
 async def _chunks(reads: _Reads, ids: Iterable[str]) -> AsyncIterator[dict]:
-    """Cited chunks in id order; a cited chunk that is missing is skipped
-    (``ragkit check`` reports it). A scope's chunks are attributed to its documents."""
+    """Chunks in id order; a cited chunk that is missing is skipped (``ragkit
+    check`` reports it). A scope's chunks are attributed to its documents, and
+    those of documents outside it are left out."""
     ordered = sorted(ids)
     for i in range(0, len(ordered), _BATCH):
         batch = ordered[i : i + _BATCH]

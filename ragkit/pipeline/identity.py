@@ -28,6 +28,15 @@ Extraction answers of a principal's submission are cached in its list's space
 too (``cache_space``): a hit, seen as an ingestion that makes no model calls,
 would otherwise say that a hidden document holds the same text.
 
+Paths. A file loaded from disk carries its absolute path (``SOURCE_PATH``,
+resolved by the loader in the folder it ran in), and that is its path key: the
+file is the same whichever folder ``ragkit index`` or ``ragkit delete`` runs
+in, and whether it was named ``corpus/a.txt`` or ``/data/corpus/a.txt``.
+``Document.file_path`` stays as the user gave it (what listings and citations
+show). Workspaces indexed before the absolute path was kept have keys by
+``file_path``: ``path_keys`` returns that key second, so re-indexing such a
+file still replaces its old version.
+
 The trade: the same file submitted by two users, or under two lists, is two
 documents; the same file indexed by the CLI and uploaded over HTTP is two too.
 """
@@ -43,6 +52,8 @@ from ragkit.schema import Document, JSONScalar
 
 PATH_SPACE = "ragkit_path_space"
 """Metadata key: the submitting user's path space (a digest, not the name)."""
+SOURCE_PATH = "ragkit_source_path"
+"""Metadata key: the absolute path of the file a document was loaded from."""
 _SEPARATOR = "\x1f"  # no path a loader keeps holds it: a spaced key never equals a trusted one
 
 
@@ -95,8 +106,19 @@ def cache_space(doc: Document) -> str | None:
 
 
 def path_key(file_path: str | None, metadata: Mapping[str, JSONScalar] | None) -> str | None:
-    """The ``doc_paths`` key of a document indexed from ``file_path``."""
+    """The ``doc_paths`` key of a document indexed from ``file_path``: by its
+    absolute source path when the loader recorded one."""
+    return path_keys(file_path, metadata)[0] if file_path else None
+
+
+def path_keys(file_path: str | None, metadata: Mapping[str, JSONScalar] | None) -> list[str]:
+    """Every key a document indexed from ``file_path`` may be found under: its
+    key (``path_key``) first, then the one by ``file_path`` alone that
+    workspaces from before ``SOURCE_PATH`` hold."""
     if not file_path:
-        return None
-    space = (metadata or {}).get(PATH_SPACE)
-    return f"{_SEPARATOR}{space}{_SEPARATOR}{file_path}" if space else file_path
+        return []
+    metadata = metadata or {}
+    space = metadata.get(PATH_SPACE)
+    paths = [str(p) for p in (metadata.get(SOURCE_PATH), file_path) if p]
+    keys = [f"{_SEPARATOR}{space}{_SEPARATOR}{p}" if space else p for p in paths]
+    return list(dict.fromkeys(keys))

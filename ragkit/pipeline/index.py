@@ -21,9 +21,15 @@ A document of more than ``window_chunks`` chunks is extracted, merged and
 committed one window at a time under the same commit lock as the batches
 (``ragkit.pipeline.windows``); it stays ``processing`` until its last window,
 then is marked processed with the committer's next batch, so it counts once.
-Progress events: ``chunks_planned`` (a windowed document's chunk count),
+Progress events: ``documents_unchanged`` (inputs already indexed),
+``characters_planned`` (the text to index, when a run starts),
+``chunks_counted`` and ``characters_chunked`` (each document once chunked:
+with the characters still to chunk they estimate the run's chunks before all
+are chunked), ``chunks_planned`` (a windowed document's chunk count),
 ``chunks_extracted`` (per document, or per chunk in a window),
-``chunks_committed`` (per window) and ``documents_committed``.
+``chunks_resumed`` (a windowed document's chunks committed before an
+interruption, then also in ``chunks_committed``), ``chunks_committed`` (per
+window) and ``documents_committed``.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from ragkit.pipeline.chunk import get_chunker
 from ragkit.pipeline.config import IndexConfig
 from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
 from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
-from ragkit.pipeline.identity import cache_space, path_key
+from ragkit.pipeline.identity import cache_space, path_key, path_keys
 from ragkit.pipeline.merge import Merger
 from ragkit.pipeline.summaries import finish_summaries, mark_pending, pending_documents
 from ragkit.pipeline.windows import COMMITTED_MARK, SEGMENT_CHARS, committed_mark, iter_chunks
@@ -138,6 +144,7 @@ class Indexer:
         todo: list[Document] = []
         relisted: list[DocStatusRecord] = []
         recovered = set(report.processed)  # finished by this run's recovery: processed, not skipped
+        skipped = len(report.skipped)
         for doc, status in zip(unique, existing):
             if status is not None and status.status is DocStatus.PROCESSED:
                 if doc.id not in recovered:
@@ -146,6 +153,7 @@ class Indexer:
                     relisted.append(status.model_copy(update={"access": doc.access, "updated_at": utcnow()}))
                 continue
             todo.append(doc)
+        self.progress("documents_unchanged", len(report.skipped) - skipped)
         await self.stores.doc_status.upsert(relisted)
         now = utcnow()
         await self.stores.full_docs.upsert(
@@ -166,21 +174,30 @@ class Indexer:
         one of the version indexed before from the same path: re-indexing a
         folder without its flags must not make its documents readable by all
         (an empty ``AccessList()`` does that on purpose)."""
-        keys = [_path_key(d) for d, r in zip(docs, existing) if d.access is None and r is None and d.file_path]
-        old = dict(zip(keys, await self.stores.doc_paths.get_many(keys))) if keys else {}
-        old_ids = sorted({rec["doc_id"] for rec in old.values() if rec})
+        asked = [d for d, r in zip(docs, existing) if d.access is None and r is None and d.file_path]
+        old = dict(zip((d.id for d in asked), await self._old_versions(asked)))
+        old_ids = sorted({i for i in old.values() if i})
         old_access = {r.id: r.access for r in await self.stores.doc_status.get(old_ids) if r is not None}
         out = []
         for doc, record in zip(docs, existing):
             access = doc.access
             if access is None and record is not None:
                 access = record.access
-            elif access is None and doc.file_path and old.get(_path_key(doc)):
-                access = old_access.get(old[_path_key(doc)]["doc_id"])
+            elif access is None and old.get(doc.id):
+                access = old_access.get(old[doc.id])
             out.append(doc if access == doc.access else doc.model_copy(update={"access": access}))
         return out
 
+    async def _old_versions(self, docs: list[Document]) -> list[str | None]:
+        """The id each document's path key points to: its own key, else the
+        key by the path as given of workspaces from before absolute paths."""
+        keys = [path_keys(d.file_path, d.metadata) for d in docs]
+        wanted = sorted({k for ks in keys for k in ks})
+        found = dict(zip(wanted, await self.stores.doc_paths.get_many(wanted))) if wanted else {}
+        return [next((found[k]["doc_id"] for k in ks if found.get(k)), None) for ks in keys]
+
     async def _run(self, todo: list[Document], report: IndexReport) -> None:
+        self.progress("characters_planned", sum(len(d.content) for d in todo))  # 0: nothing to index
         queue: asyncio.Queue[DocOutcome] = asyncio.Queue()
         doc_slots = asyncio.Semaphore(self.config.max_docs_in_flight)
 
@@ -217,6 +234,7 @@ class Indexer:
                 async with self._large:
                     outcome.windowed_chunks = await self._windowed(doc, chunks)
                 return outcome
+            self._counted(doc, len(outcome.chunks))
             await self.stores.doc_status.upsert([await self._status(doc.id, DocStatus.PROCESSING, outcome.chunks)])
             outcome.extractions = list(
                 await asyncio.gather(*(
@@ -242,8 +260,10 @@ class Indexer:
         ids = [c.id for c in chunks] if chunks is not None else plan_chunk_ids(self.chunker, doc, self.segment_chars)
         done = self._resume.pop(doc.id, 0)
         await self.stores.doc_status.upsert([await self._status(doc.id, DocStatus.PROCESSING, ids=ids, mark=done)])
+        self._counted(doc, len(ids))
         self.progress("chunks_planned", len(ids))
         if done:
+            self.progress("chunks_resumed", done)
             self.progress("chunks_committed", done)
         stream = iter(chunks) if chunks is not None else iter_chunks(self.chunker, doc, self.segment_chars)
         window: list[Chunk] = []
@@ -255,6 +275,10 @@ class Indexer:
         if window:
             await self._window(doc, window, done)
         return len(ids)
+
+    def _counted(self, doc: Document, chunks: int) -> None:
+        self.progress("chunks_counted", chunks)
+        self.progress("characters_chunked", len(doc.content))
 
     async def _window(self, doc: Document, window: list[Chunk], done: int) -> None:
         end = window[-1].order + 1
@@ -337,8 +361,8 @@ class Indexer:
         with_path = [d for d in docs if d.file_path]
         if not with_path:
             return []
-        old = await self.stores.doc_paths.get_many([_path_key(d) for d in with_path])  # type: ignore[misc]
-        stale = [rec["doc_id"] for d, rec in zip(with_path, old) if rec and rec["doc_id"] != d.id]
+        old = await self._old_versions(with_path)
+        stale = list(dict.fromkeys(i for d, i in zip(with_path, old) if i and i != d.id))
         # Delete, then repoint the path: a crash in between leaves the path on
         # the old id, so the redo of these documents finds it again.
         if stale:
@@ -441,7 +465,7 @@ class Indexer:
         ids = [r.id for r in records]
         await self.stores.full_docs.delete(ids)
         if not keep_paths:
-            paths = [key for r in records if (key := path_key(r.file_path, r.metadata))]
+            paths = [key for r in records for key in path_keys(r.file_path, r.metadata)]
             current = await self.stores.doc_paths.get_many(paths)
             await self.stores.doc_paths.delete(
                 p for p, rec in zip(paths, current) if rec and rec["doc_id"] in ids

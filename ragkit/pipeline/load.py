@@ -33,7 +33,10 @@ Rules (decisions, in one place):
 - ``Document.file_path`` is the path as the user gave it, joined with the path
   inside the folder, in POSIX form (``docs/guide/intro.md``); it is not resolved,
   so it stays meaningful to the user and the same on every machine for relative
-  inputs. Document ids depend on the content only.
+  inputs. Document ids depend on the content only. The file's absolute path
+  (normalised, symlinks kept) goes in ``metadata[SOURCE_PATH]``, resolved once
+  here in the folder the load ran in: ``ragkit delete`` and re-indexing find the
+  file by it from any other folder (``ragkit.pipeline.identity``).
 - Text: a byte order mark picks UTF-8, UTF-16 or UTF-32 and is removed; other
   files are read as UTF-8, with invalid bytes replaced by U+FFFD and counted.
   Newlines become ``\\n`` (``\\r\\n`` and lone ``\\r``). Nothing else is altered.
@@ -60,6 +63,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ragkit.core.text import shown_name
+from ragkit.pipeline.identity import SOURCE_PATH
 from ragkit.schema import Document
 
 if TYPE_CHECKING:
@@ -296,15 +300,18 @@ class _Loader:
         outcome: Outcome = "loaded",
         message: str = "",
         pages: int | None = None,
+        source: Path | None = None,
     ) -> None:
         if document is None:
             content = normalize_text(content)
         if not content.strip():
             self.item(shown, "skipped", "empty" if not content else "empty (whitespace only)")
             return
+        where = {SOURCE_PATH: Path(os.path.abspath(source)).as_posix()} if source is not None else {}
         if document is None:
-            source = "file" if file_path else "text"
-            document = Document.from_text(content, file_path=file_path, source=source)
+            document = Document.from_text(content, file_path=file_path, source="file" if file_path else "text", **where)
+        elif where:
+            document = document.model_copy(update={"metadata": {**document.metadata, **where}})
         first = self.doc_paths.get(document.id)
         if first is not None:
             why = "given more than once" if first == shown else f"duplicate: same content as {first}"
@@ -386,7 +393,7 @@ class _Loader:
             outcome, message = "loaded", name + (" with byte order mark" if decoded.bom else "")
         if note:
             outcome, message = "loaded_with_warnings", f"{message}; {note}"
-        self.add_text(decoded.text, shown, file_path=shown, outcome=outcome, message=message)
+        self.add_text(decoded.text, shown, file_path=shown, outcome=outcome, message=message, source=path)
 
     def _add_loaded(self, path: Path, shown: str, data: bytes) -> str | None:
         """Reads the file with the loader that claims it (``None``: done), or
@@ -415,7 +422,7 @@ class _Loader:
         loaded.loader = loader.name
         document = loaded.document(shown)
         warned = bool(loaded.warnings)
-        self.add_text(loaded.text, shown, document=document,
+        self.add_text(loaded.text, shown, document=document, source=path,
                       outcome="loaded_with_warnings" if warned else "loaded",
                       message="; ".join(loaded.warnings) if warned else loader.name, pages=loaded.pages)
         return None

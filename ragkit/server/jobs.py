@@ -32,6 +32,7 @@ from ragkit.access import AccessList, Principal
 from ragkit.core.files import private_dir
 from ragkit.core.llm_cache import LLMStats, counting
 from ragkit.errors import public_message
+from ragkit.pipeline.identity import SOURCE_PATH
 from ragkit.pipeline.load_isolated import load_documents_isolated
 from ragkit.rag import RAG
 from ragkit.redact import redact
@@ -266,7 +267,15 @@ class JobManager:
             load_documents_isolated, [folder / i.file for i in job.inputs], limits=settings.loaders,
             memory_bytes=settings.server.loader_memory_bytes, timeout_s=settings.server.loader_timeout)
         by_path = {str(folder / i.file): i.name for i in job.inputs}
-        docs = [d.model_copy(update={"file_path": by_path.get(d.file_path or "")}) for d in loaded.documents]
+        # The saved copy's path is neither the client's file nor stable: the
+        # client's name is the document's path and its key (``identity``).
+        docs = [
+            d.model_copy(update={
+                "file_path": by_path.get(d.file_path or ""),
+                "metadata": {k: v for k, v in d.metadata.items() if k != SOURCE_PATH},
+            })
+            for d in loaded.documents
+        ]
         shown = {str(folder / i.file): i.name or f"texts[{n}]" for n, i in enumerate(job.inputs)}
         unreadable = {
             # The saved copy's path is the server's business: the client's name instead.

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from ragkit.errors import InputNotFoundError
+
 from ragkit.rag import RAG
 from ragkit.settings import Settings
 from ragkit.testing import HashEmbedder
@@ -118,7 +120,7 @@ def test_insert_shows_its_real_parameters():
     params = inspect.signature(RAG.insert).parameters
     assert list(params) == ["self", "texts", "paths", "documents", "access", "principal"]
     assert params["paths"].kind is inspect.Parameter.KEYWORD_ONLY
-    assert "tuple[LoadReport, IndexReport]" in str(inspect.signature(RAG.insert).return_annotation)
+    assert "InsertResult" in str(inspect.signature(RAG.insert).return_annotation)  # a named (LoadReport, IndexReport)
 
 
 # -- warnings, errors, mixing ---------------------------------------------------------------
@@ -249,9 +251,13 @@ def test_paths_are_a_separate_argument(tmp_path):
     (tmp_path / "docs" / "a.md").write_text("Ada Lovelace worked with Charles Babbage.")
     with make_rag(tmp_path / "w") as rag:
         missing = str(tmp_path / "missing.md")
-        loaded, _ = rag.insert("a text", paths=[tmp_path / "docs", missing])
+        # A path that does not exist is an error before anything is indexed (issue 32), not a failed item.
+        with pytest.raises(InputNotFoundError, match="missing.md"):
+            rag.insert("a text", paths=[tmp_path / "docs", missing])
+        assert sum(rag.status().values()) == 0
+        loaded, _ = rag.insert("a text", paths=[tmp_path / "docs"])
         assert [(i.path, i.outcome) for i in loaded.items] == [
-            ("<text #1>", "loaded"), (f"{tmp_path.as_posix()}/docs/a.md", "loaded"), (missing, "failed"),
+            ("<text #1>", "loaded"), (f"{tmp_path.as_posix()}/docs/a.md", "loaded"),
         ]
 
 

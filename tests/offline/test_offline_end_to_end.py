@@ -105,15 +105,21 @@ def test_notice_is_printed_once_per_process_and_only_for_the_default(tmp_path):
         import sys
         from ragkit.rag import RAG
         from ragkit.settings import Settings
+        import asyncio
+        from ragkit.protocols import ChatRequest
         RAG(Settings(working_dir="a"), llm="scripted").llm
         print("after scripted", file=sys.stderr, flush=True)
         for _ in range(3):
-            assert RAG(Settings(working_dir="b")).llm.llm.model_id == "offline-rules-v1"
+            llm = RAG(Settings(working_dir="b")).llm.llm
+            assert llm.model_id == "offline-rules-v1"
+        print("before the first call", file=sys.stderr, flush=True)
+        for _ in range(2):
+            asyncio.run(llm.complete(ChatRequest(prompt="Who leads Haijia?", role="keywords")))
     """, tmp_path)
     assert out.returncode == 0, out.stderr
-    before, after = out.stderr.split("after scripted")
-    assert NOTICE not in before
-    assert after.count(NOTICE) == 1, out.stderr
+    before, built, called = re.split("after scripted|before the first call", out.stderr)
+    assert NOTICE not in before and NOTICE not in built  # built but not asked: no notice (issue 32)
+    assert called.count(NOTICE) == 1, out.stderr
 
 
 def test_cli_index_and_query_with_nothing_configured(tmp_path):

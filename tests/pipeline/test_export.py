@@ -98,7 +98,8 @@ async def test_json_round_trip(rag, tmp_path):
     assert {n["id"]: n["properties"] for n in data["nodes"]} == snap["nodes"]
     assert {(e["source"], e["target"]): e["properties"] for e in data["edges"]} == snap["edges"]
     chunks = {c["id"]: c for c in data["chunks"]}
-    assert set(chunks) == cited(snap) and summary.chunks == len(chunks)
+    # Every chunk, cited or not: the graph with its sources (issue 32).
+    assert set(chunks) == set(snap["chunks"]) >= cited(snap) and summary.chunks == len(chunks)
     assert (summary.entities, summary.relations) == (len(snap["nodes"]), len(snap["edges"]))
     for cid, chunk in chunks.items():
         stored = await rag.stores.chunks.get(cid)
@@ -143,7 +144,7 @@ async def test_csv_round_trip(rag, tmp_path):
         k: p["source_ids"] for k, p in snap["nodes"].items()
     }
     assert {(r["source_id"], r["target_id"]) for r in relations} == set(snap["edges"])
-    assert {r["id"] for r in chunks} == cited(snap) and len(chunks) == summary.chunks
+    assert {r["id"] for r in chunks} == set(snap["chunks"]) >= cited(snap) and len(chunks) == summary.chunks
     custom = next(r for r in chunks if r["doc_id"] == "notes")
     assert custom["content"] == KG["chunks"][0]["content"], "newlines and quotes survive CSV"
 
@@ -183,7 +184,7 @@ def test_cli_export(tmp_path, passages, monkeypatch, capsys):
     line = capsys.readouterr().out.strip()
     assert line == (
         f"exported {len(snap['nodes'])} entities, {len(snap['edges'])} relations and "
-        f"{len(cited(snap))} chunks to {out} (json)"
+        f"{len(snap['chunks'])} chunks to {out} (json)"
     )
     assert len(json.loads(out.read_text(encoding="utf-8"))["nodes"]) == len(snap["nodes"])
 

@@ -110,7 +110,8 @@ def test_text_files_load_with_their_path_and_normalised_newlines(tmp_path):
     a = report.documents[0]
     assert a.content == "one\ntwo\nthree\n"
     assert a.file_path == (tmp_path / "a.txt").as_posix()
-    assert a.metadata == {"source": "file"}
+    # The absolute path, for finding the file again from any folder (issue 32).
+    assert a.metadata == {"source": "file", "ragkit_source_path": (tmp_path / "a.txt").as_posix()}
 
 
 def test_file_paths_are_as_given_joined_with_the_path_inside_the_folder(tmp_path, monkeypatch):

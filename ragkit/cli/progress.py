@@ -1,0 +1,176 @@
+"""``ragkit index``'s progress line and its ETA.
+
+The ETA counts chunks, not documents: one large file is one document for the
+whole run, and forty documents of different sizes are not forty equal steps.
+The run's chunk total is known once every document is chunked; before that it
+is estimated from the characters still to chunk at the chunks-per-character of
+those chunked so far (``ragkit.pipeline.index``'s progress events). Two costs
+are measured apart: extraction, per chunk extracted, and committing (merging,
+summaries, vectors, the flush), as the time from the last extracted chunk to
+a commit, per chunk extracted before it (a large document's window is
+committed while nothing is extracted; a batch of small documents mostly while
+others are, and then costs little). Chunks committed before an interruption
+and resumed count as done, but not towards either cost. Until a first chunk is
+extracted there is no rate, and the line says ``ETA estimating…`` rather than
+a number; until a first commit the committing cost is unknown, so the figure
+is a lower bound, shown ``ETA ≥47s``.
+The final pass of deferred summaries has its own rate, from its first slice,
+and is not in the estimate before it starts (benchmarks/findings.md, issue 32,
+measures how far that leaves the figure).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+
+ESTIMATING = "estimating…"
+_QUIET = frozenset({"documents_unchanged", "characters_chunked", "chunks_counted", "chunks_resumed"})
+"""Bookkeeping for the estimate: the line shows what they change with the next event."""
+_ALWAYS = frozenset({"documents_committed", "chunks_planned"})
+"""Shown even within a second of the last line (``RAGKIT_PROGRESS=plain``): they are rare."""
+
+
+class Eta:
+    """Remaining seconds from the indexer's progress events; ``None`` while unknown."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self.planned = False  # a run said what it will index (maybe nothing)
+        self.started: float | None = None  # when the first text to index was planned
+        self.characters = [0, 0]  # planned, chunked
+        self.counted = 0  # chunks of the documents chunked so far
+        self.extracted = 0
+        self.resumed = 0
+        self.commits = 0  # batches and windows committed in this run
+        self.last_extracted = 0.0  # when the last chunk was extracted
+        self.committing = 0.0  # seconds from a last extracted chunk to a commit, summed
+        self.extracted_at_commit = 0  # chunks extracted before the last commit
+        self.summaries = [0, 0, 0.0]  # the final summary pass: done, planned, when it started
+
+    def hear(self, event: str, n: int) -> None:
+        if event == "characters_planned":
+            self.planned = True
+            self.characters[0] += n
+            if n and self.started is None:
+                self.started = self.clock()
+        elif event == "characters_chunked":
+            self.characters[1] += n
+        elif event == "chunks_counted":
+            self.counted += n
+        elif event == "chunks_extracted":
+            self.extracted += n
+            self.last_extracted = self.clock()
+        elif event == "chunks_resumed":
+            self.resumed += n
+            self.commits -= 1  # its chunks_committed follows, and measures no merge
+        elif event in ("chunks_committed", "documents_committed"):
+            self.commits += 1
+            if self.extracted > self.extracted_at_commit:
+                self.committing += self.clock() - max(self.last_extracted, self.started or 0.0)
+                self.extracted_at_commit = self.extracted
+        elif event == "summaries_planned":
+            self.summaries = [0, self.summaries[1] + n, self.clock()]
+        elif event == "summaries_done":
+            self.summaries[0] += n
+
+    def chunks(self) -> float | None:
+        """The run's chunks: counted, or estimated while some text is not chunked yet."""
+        planned, chunked = self.characters
+        if chunked >= planned:
+            return self.counted
+        if not chunked or not self.counted:
+            return None
+        return self.counted + (planned - chunked) * self.counted / chunked
+
+    def seconds(self) -> float | None:
+        done, planned, since = self.summaries
+        if planned and done < planned:  # the final pass: its own rate, once a slice is done
+            return (planned - done) * (self.clock() - since) / done if done else None
+        if self.started is None:
+            return 0.0 if self.planned else None  # nothing to index (all unchanged), or not known yet
+        total = self.chunks()
+        if total is None or not self.extracted:
+            return None
+        extracting = max(self.clock() - self.started - self.committing, 1e-9)
+        left = max(0.0, total - self.resumed - self.extracted) * extracting / self.extracted
+        if self.extracted_at_commit:
+            left += max(0.0, total - self.resumed - self.extracted_at_commit) * self.committing / self.extracted_at_commit
+        return left
+
+    @property
+    def lower_bound(self) -> bool:
+        """Whether ``seconds`` leaves merging out (nothing committed yet this run)."""
+        done, planned, _ = self.summaries
+        return self.commits <= 0 and not (planned and done < planned)
+
+
+def shown_eta(seconds: float | None, lower_bound: bool = False) -> str:
+    if seconds is None:
+        return ESTIMATING
+    return ("≥" if lower_bound and seconds else "") + f"{seconds:.0f}s"
+
+
+class ProgressLine:
+    """One self-overwriting status line on stderr when it is a terminal; with
+    ``RAGKIT_PROGRESS=plain``, one line at most every second (logs, pipes).
+    Documents already indexed (unchanged) count as done, so a run after an
+    interrupted one still ends at ``40/40 documents``."""
+
+    def __init__(self, total: int, llm_stats, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.total = total
+        self.done = 0  # committed in this run (recovered ones too)...
+        self.unchanged = 0  # ...and found already indexed
+        self.planned = 0  # chunks of documents indexed window by window...
+        self.committed = 0  # ...and how many of them are committed
+        self.eta = Eta(clock)
+        self.clock = clock
+        self.started = clock()
+        self.stats = llm_stats
+        self.plain = os.environ.get("RAGKIT_PROGRESS", "").strip().lower() == "plain"
+        self.enabled = sys.stderr.isatty() or self.plain
+        self.last = 0.0
+
+    def __call__(self, event: str, n: int) -> None:
+        self.eta.hear(event, n)
+        if event == "documents_committed":
+            self.done += n
+        elif event == "documents_unchanged":
+            self.unchanged += n
+        elif event == "chunks_planned":
+            self.planned += n
+        elif event == "chunks_committed":
+            self.committed += n
+        if not self.enabled or event in _QUIET or (event == "characters_planned" and not n):
+            return
+        if self.plain and self.clock() - self.last < 1.0 and event not in _ALWAYS:
+            return
+        self.last = self.clock()
+        sys.stderr.write(("" if self.plain else "\r") + self.line() + ("\n" if self.plain else ""))
+        sys.stderr.flush()
+
+    def finish(self) -> None:
+        """The last line, whatever the throttle held back (the unchanged
+        documents are known only after recovery), and the end of the line."""
+        if self.enabled:
+            sys.stderr.write(("" if self.plain else "\r") + self.line() + "\n")
+            sys.stderr.flush()
+
+    def line(self) -> str:
+        done = self.done + self.unchanged
+        total = max(self.total, done)  # recovery may finish documents of an earlier run's other inputs
+        unchanged = f" ({self.unchanged} unchanged)" if self.unchanged else ""
+        large = f"  large documents: {self.committed}/{self.planned} chunks committed" if self.planned else ""
+        finished, planned, _ = self.eta.summaries
+        if planned and finished < planned:
+            large += f"  summaries: {finished}/{planned} entities and relations"
+        stats = self.stats()
+        calls = sum(stats.calls.values()) if stats else 0
+        tokens = sum(stats.input_tokens.values()) + sum(stats.output_tokens.values()) if stats else 0
+        elapsed = self.clock() - self.started
+        return (
+            f"{done}/{total} documents{unchanged}  {self.eta.extracted} chunks{large}  {calls} LLM calls  "
+            f"{tokens} tokens  {elapsed:.0f}s elapsed  ETA {shown_eta(self.eta.seconds(), self.eta.lower_bound)}   "
+        )
