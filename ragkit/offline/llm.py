@@ -13,8 +13,11 @@ It answers each kind of prompt the pipeline sends (told apart by
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +32,8 @@ from ragkit.protocols.models import ChatRequest, Completion, ModelAdapter, Usage
 from ragkit.query.keywords import KEYWORDS_SYSTEM
 from ragkit.tokenizer import TiktokenTokenizer
 
+T = TypeVar("T")
+
 RULES_VERSION = "offline-rules-v1"
 """Part of ``model_id`` and so of every cache key: bump it whenever a rule
 changes what the model answers, so that cached answers are not reused."""
@@ -38,6 +43,16 @@ OTHER = (
 )
 _TYPES_LINE = re.compile(r"^Entity types: (.+?)\. Output language: .*$", re.MULTILINE)
 _PIECE = re.compile(r"\S+\s*|\s+")
+_RULES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-offline")
+"""Where the rules run. Why a thread: an extraction is up to a second of CPU
+work, which on the event loop would hold every request of a server while a
+document is indexed (``ragkit.core.pacing``). Why one: pure Python holds the
+GIL, so more threads would not answer sooner, and each would make the loop
+wait longer for the GIL."""
+
+
+async def _in_rules_thread(fn: Callable[[ChatRequest], T], request: ChatRequest) -> T:
+    return await asyncio.get_running_loop().run_in_executor(_RULES, fn, request)
 
 
 class OfflineOptions(BaseModel):
@@ -63,13 +78,16 @@ class OfflineLLM(ModelAdapter):
         self.tokenizer = TiktokenTokenizer()
 
     async def complete(self, request: ChatRequest) -> Completion:
+        return await _in_rules_thread(self._complete, request)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
+        for piece in _PIECE.findall(await _in_rules_thread(self.respond, request)):
+            yield piece
+
+    def _complete(self, request: ChatRequest) -> Completion:
         text = self.respond(request)
         usage = Usage(input_tokens=request_tokens(self.tokenizer, request), output_tokens=self.tokenizer.count(text))
         return Completion(text=text, usage=usage)
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
-        for piece in _PIECE.findall(self.respond(request)):
-            yield piece
 
     def respond(self, request: ChatRequest) -> str:
         """The answer text (sync: pure computation)."""

@@ -34,12 +34,14 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.pacing import Pacer
 from ragkit.core.stores import Stores, writes
 from ragkit.core.text import clean, record_problem
 from ragkit.errors import ExtractionError, public_message
 from ragkit.pipeline.chunk import get_chunker
 from ragkit.pipeline.config import IndexConfig
 from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
+from ragkit.pipeline.graph_update import PAGE as EXTRACTIONS_PAGE
 from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
 from ragkit.pipeline.identity import cache_space, path_key
 from ragkit.pipeline.merge import Merger
@@ -50,6 +52,10 @@ from ragkit.protocols import Embedder, Tokenizer
 from ragkit.schema import LEGACY_DELETING_FLAG, Chunk, DocStatus, DocStatusRecord, Document, utcnow
 
 __all__ = ["IndexConfig", "IndexReport", "Indexer", "Progress"]
+
+WRITE_PAGE = 16
+"""Chunks or extractions written per store call (``_write``): encoding and
+writing a page is one slice of the loop's time."""
 
 
 @dataclass
@@ -209,7 +215,9 @@ class Indexer:
                 async with self._large:
                     outcome.windowed_chunks = await self._windowed(doc, None)
                 return outcome
-            outcome.chunks = self.chunker.chunk(doc)
+            # In a worker thread: tiktoken encodes a large document in one
+            # call, which would hold the loop (it releases the GIL meanwhile).
+            outcome.chunks = await asyncio.to_thread(self.chunker.chunk, doc)
             if len(outcome.chunks) > self.config.window_chunks:
                 chunks, outcome.chunks = outcome.chunks, []
                 async with self._large:
@@ -222,7 +230,7 @@ class Indexer:
                 ))
             )
             self.progress("chunks_extracted", len(outcome.chunks))
-            problem = unstorable(outcome.extractions)
+            problem = await asyncio.to_thread(unstorable, outcome.extractions)  # a pure check, seconds on a large document
             if problem:
                 raise _unstorable_error(problem)
         except Exception as exc:  # one bad document must not stop the run
@@ -259,7 +267,7 @@ class Indexer:
         if end <= done:  # committed before the run was cut short
             return
         extractions = list(await asyncio.gather(*(self._extract_one(c, cache_space(doc)) for c in window)))
-        problem = unstorable(extractions)
+        problem = await asyncio.to_thread(unstorable, extractions)
         if problem:
             raise _unstorable_error(problem)
         async with self._commit_lock:
@@ -276,17 +284,27 @@ class Indexer:
         return extraction
 
     async def _write(self, chunks: list[Chunk], extractions: list[ChunkExtraction]) -> None:
-        """Chunks, extractions, the graph update and vectors, then a flush."""
-        await self.stores.chunks.upsert({c.id: chunk_record(c) for c in chunks})
-        await self.stores.extractions.upsert({e.chunk_id: e.model_dump(mode="json") for e in extractions})
+        """Chunks, extractions, the graph update and vectors, then a flush.
+        A page at a time, paced (``ragkit.core.pacing``): a batch of large
+        documents is tens of thousands of records to encode, and the loop
+        answers readers meanwhile."""
+        pace = Pacer()
+        for i in range(0, len(chunks), WRITE_PAGE):
+            page = chunks[i : i + WRITE_PAGE]
+            await self.stores.chunks.upsert({c.id: chunk_record(c) for c in page})
+            await pace()
         changes = Changes()
-        for ex in extractions:
-            changes.add_extraction(ex)
+        for i in range(0, len(extractions), WRITE_PAGE):
+            page = extractions[i : i + WRITE_PAGE]
+            await self.stores.extractions.upsert({e.chunk_id: e.model_dump(mode="json") for e in page})
+            for ex in page:
+                changes.add_extraction(ex)
+            await pace()
         await self.updater.apply(changes, summarise=not self.config.merge.defer_summaries)
-        vectors = await embed_all(self.embedder, [c.content for c in chunks])
-        await self.stores.chunk_vectors.upsert(
-            [c.id for c in chunks], vectors, [chunk_meta(c) for c in chunks]
-        )
+        for i in range(0, len(chunks), WRITE_PAGE):
+            page = chunks[i : i + WRITE_PAGE]
+            vectors = await embed_all(self.embedder, [c.content for c in page], pace)
+            await self.stores.chunk_vectors.upsert([c.id for c in page], vectors, [chunk_meta(c) for c in page])
         await self.stores.flush()
 
     async def _status(
@@ -456,11 +474,13 @@ class Indexer:
             kept = {c for r in records if r.id in keep for c in r.chunk_ids[: keep[r.id]]}
             chunk_ids = [c for c in chunk_ids if c not in kept]
         changes = Changes()
-        step = self.config.window_chunks  # a large document's extractions, a page at a time
+        pace = Pacer()
+        step = EXTRACTIONS_PAGE  # a large document's extractions, a page at a time
         for i in range(0, len(chunk_ids), step):
             for rec in await self.stores.extractions.get_many(chunk_ids[i : i + step]):
                 if rec is not None:
                     changes.remove_extraction(ChunkExtraction.model_validate(rec))
+                await pace()
         changes.removed_chunks.update(chunk_ids)
         await self.updater.apply(changes)
         await self.stores.chunk_vectors.delete(chunk_ids)
