@@ -15,6 +15,7 @@ call), with a prompt that forbids merging facts about different subjects.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -101,7 +102,9 @@ class Merger:
         """Map-reduce: summarise groups that fit one call, then their summaries."""
         limit = self.config.summary_context_tokens
         while True:
-            groups = self._groups(lines, limit)
+            # Counting every line's tokens is the CPU part of a summary (a hub
+            # entity has thousands of lines): in a worker thread, off the loop.
+            groups = await asyncio.to_thread(self._groups, lines, limit)
             summaries = [await self._summary_call(subject, g) for g in groups]
             if len(summaries) == 1:
                 return summaries[0]
