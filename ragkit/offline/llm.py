@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from collections.abc import AsyncIterator
+import json
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,8 +33,6 @@ from ragkit.protocols.models import ChatRequest, Completion, ModelAdapter, Usage
 from ragkit.query.keywords import KEYWORDS_SYSTEM
 from ragkit.tokenizer import TiktokenTokenizer
 
-T = TypeVar("T")
-
 RULES_VERSION = "offline-rules-v1"
 """Part of ``model_id`` and so of every cache key: bump it whenever a rule
 changes what the model answers, so that cached answers are not reused."""
@@ -43,16 +42,35 @@ OTHER = (
 )
 _TYPES_LINE = re.compile(r"^Entity types: (.+?)\. Output language: .*$", re.MULTILINE)
 _PIECE = re.compile(r"\S+\s*|\s+")
-_RULES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-offline")
-"""Where the rules run. Why a thread: an extraction is up to a second of CPU
-work, which on the event loop would hold every request of a server while a
-document is indexed (``ragkit.core.pacing``). Why one: pure Python holds the
-GIL, so more threads would not answer sooner, and each would make the loop
-wait longer for the GIL."""
+_INTERACTIVE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-offline")
+_BULK: ProcessPoolExecutor | None = None
+_BULK_ROLES = frozenset({"extraction", "summary"})
+"""Where the rules run, off the event loop: an extraction is up to a second of
+CPU work, which on the loop would hold every request of a server while a
+document is indexed (``ragkit.core.pacing``). An indexing run's extractions and
+summaries go to one worker process: in a thread, pure Python would hold the
+GIL, and the loop would wait for it at every switch (measured: ``/health``
+waited seconds). A query's keywords and answer are short: one worker thread,
+so they never queue behind an indexing run either."""
 
 
-async def _in_rules_thread(fn: Callable[[ChatRequest], T], request: ChatRequest) -> T:
-    return await asyncio.get_running_loop().run_in_executor(_RULES, fn, request)
+def _bulk_pool() -> ProcessPoolExecutor:
+    global _BULK
+    if _BULK is None:  # spawned, not forked: the parent runs threads (the loop's, tiktoken's)
+        _BULK = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    return _BULK
+
+
+_WORKER_RULES: dict[str, OfflineLLM] = {}
+
+
+def _complete_in_worker(options: dict, request: ChatRequest) -> Completion:
+    """In the worker process: the rules' answer (one adapter per options)."""
+    key = json.dumps(options, sort_keys=True)
+    llm = _WORKER_RULES.get(key)
+    if llm is None:
+        llm = _WORKER_RULES[key] = OfflineLLM(options)
+    return llm.completion(request)
 
 
 class OfflineOptions(BaseModel):
@@ -78,13 +96,18 @@ class OfflineLLM(ModelAdapter):
         self.tokenizer = TiktokenTokenizer()
 
     async def complete(self, request: ChatRequest) -> Completion:
-        return await _in_rules_thread(self._complete, request)
+        loop = asyncio.get_running_loop()
+        # A subclass that answers otherwise (a test's) is kept in this process.
+        if request.role in _BULK_ROLES and type(self).respond is OfflineLLM.respond:
+            return await loop.run_in_executor(_bulk_pool(), _complete_in_worker, self.options.model_dump(), request)
+        return await loop.run_in_executor(_INTERACTIVE, self.completion, request)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
-        for piece in _PIECE.findall(await _in_rules_thread(self.respond, request)):
+        for piece in _PIECE.findall((await self.complete(request)).text):
             yield piece
 
-    def _complete(self, request: ChatRequest) -> Completion:
+    def completion(self, request: ChatRequest) -> Completion:
+        """The answer and its usage (sync: pure computation)."""
         text = self.respond(request)
         usage = Usage(input_tokens=request_tokens(self.tokenizer, request), output_tokens=self.tokenizer.count(text))
         return Completion(text=text, usage=usage)

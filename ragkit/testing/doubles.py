@@ -70,11 +70,6 @@ class HashEmbedder(ModelAdapter):
         self.calls += 1
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        # In a worker thread, as a local model computes (``ragkit-sentence-transformers``):
-        # hashing a batch of long chunks would hold the event loop.
-        return await asyncio.to_thread(self._rows, list(texts))
-
-    def _rows(self, texts: list[str]) -> np.ndarray:
         return np.ascontiguousarray(np.stack([self._row(t) for t in texts]), dtype=np.float32)
 
 
