@@ -15,7 +15,9 @@ The model: ``process`` (default) runs the offline rules in a worker process,
 so that the lag is the writer's own work, as with a remote model whose work
 happens elsewhere and which the loop only awaits; ``offline`` is the
 ``offline`` adapter as the checkout has it (before issue 26 it computed on the
-loop). ``--seconds`` bounds the run: cut short, the figures cover the part
+loop). A separate process runs the same ticker and nothing else
+(``noise_floor_lag``): on a shared machine the scheduler alone delays a
+loop, and the run's figures are read against that floor. ``--seconds`` bounds the run: cut short, the figures cover the part
 indexed (``complete: false``).
 
 For a "before" figure, run the script with another checkout first on the
@@ -137,6 +139,28 @@ async def index(args: argparse.Namespace, documents: list[Any], working_dir: Pat
     }
 
 
+FLOOR = """
+import asyncio, json, sys, time
+sys.path.insert(0, sys.argv[1])
+from index_latency import LoopLag
+
+async def main():
+    with LoopLag() as lag:
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the parent closes it
+    print(json.dumps(lag.summary()))
+
+asyncio.run(main())
+"""
+
+
+def noise_floor() -> subprocess.Popen:
+    """A process with nothing but the same ticker: the lag the machine's load
+    alone causes (on a shared machine, the scheduler's delays), to read the
+    run's figures against."""
+    return subprocess.Popen([sys.executable, "-c", FLOOR, str(HERE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+
+
 def _commit() -> str:
     import ragkit
 
@@ -162,8 +186,10 @@ def main() -> int:
 
     documents = build_documents(args.docs, args.chunks, args.chunk_size, args.overlap)
     load_before = os.getloadavg()
+    floor = noise_floor()
     with tempfile.TemporaryDirectory(prefix="ragkit-loop-lag-") as tmp:
         result = asyncio.run(index(args, documents, Path(tmp)))
+    result["noise_floor_lag"] = json.loads(floor.communicate("", timeout=60)[0])
     result |= {
         "docs": args.docs, "chunks_per_doc": args.chunks, "chunk_size": args.chunk_size, "llm": args.llm,
         "seconds_bound": args.seconds, "load_average_before": [round(x, 2) for x in load_before],

@@ -122,8 +122,7 @@ async def ingest_and_load(args, url: str, writer: str, reader: str, files: list[
     ingesting.set()
     started = time.monotonic()
     deadline = started + args.seconds
-    clients = [asyncio.create_task(load.client(n, ingesting, deadline, args.min_requests)) for n in range(args.clients)]
-    clients.append(asyncio.create_task(load.health(ingesting, deadline)))
+    clients: list[asyncio.Task] = []
     async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {writer}"}, timeout=120) as c:
         jobs = []
         for i in range(0, len(files), args.batch):
@@ -131,6 +130,10 @@ async def ingest_and_load(args, url: str, writer: str, reader: str, files: list[
             r = await c.post(f"/w/{args.workspace}/documents/upload", files=batch)
             r.raise_for_status()
             jobs.append(r.json()["url"])
+            if not clients:  # the first upload makes the workspace: reads before it are 404s
+                clients = [asyncio.create_task(load.client(n, ingesting, deadline, args.min_requests))
+                           for n in range(args.clients)]
+                clients.append(asyncio.create_task(load.health(ingesting, deadline)))
         states = []
         while time.monotonic() < deadline + args.ingest_wait:
             states = [(await c.get(u)).json() for u in jobs]
@@ -146,15 +149,17 @@ async def ingest_and_load(args, url: str, writer: str, reader: str, files: list[
 
 async def idle_load(args, url: str, reader: str) -> Load:
     """The same clients on the idle server (ingestion done), ``--min-requests``
-    each, and ``GET /health`` as often: the baseline of the 3x comparison."""
+    each, with ``GET /health`` polled meanwhile: the baseline of the 3x comparison."""
     load = Load(url, reader, args.workspace)
     load.timeout = args.timeout
     idle = asyncio.Event()  # never set: each client makes its --min-requests and stops
+    polling = asyncio.Event()
+    polling.set()
     deadline = time.monotonic() + args.seconds
+    health = asyncio.create_task(load.health(polling, deadline))
     await asyncio.gather(*(load.client(n, idle, deadline, args.min_requests) for n in range(args.clients)))
-    async with httpx.AsyncClient(base_url=url, timeout=args.timeout) as c:
-        for _ in range(args.min_requests * 3):
-            await load.timed(c, "GET /health", "GET", "/health")
+    polling.clear()
+    await health
     return load
 
 
