@@ -157,8 +157,13 @@ class GraphUpdater:
         """(key, stored properties, new properties or ``None``: no source left)
         per key. The merges run one after another in slices; only the summary
         calls run concurrently (``concurrency``)."""
-        sources = [_sources(p, added.get(k, set()), self._changes.removed_chunks) for k, p in zip(keys, current)]
-        await self._load(c for s in sources for c in sorted(s))
+        sources: list[set[str]] = []
+        wanted: set[str] = set()
+        for key, props in zip(keys, current):  # hub entities have thousands of sources
+            sources.append(_sources(props, added.get(key, set()), self._changes.removed_chunks))
+            wanted |= sources[-1]
+            await self._pace()
+        await self._load(sorted(wanted))
         drafts: list[Draft | None] = []
         for key, found in zip(keys, sources):
             await self._pace()
