@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 import json
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,6 +62,11 @@ def _bulk_pool() -> ProcessPoolExecutor:
     return _BULK
 
 
+def _drop_bulk_pool() -> None:
+    global _BULK
+    _BULK = None
+
+
 _WORKER_RULES: dict[str, OfflineLLM] = {}
 
 
@@ -99,7 +105,13 @@ class OfflineLLM(ModelAdapter):
         loop = asyncio.get_running_loop()
         # A subclass that answers otherwise (a test's) is kept in this process.
         if request.role in _BULK_ROLES and type(self).respond is OfflineLLM.respond:
-            return await loop.run_in_executor(_bulk_pool(), _complete_in_worker, self.options.model_dump(), request)
+            # The rules' own options only: a subclass's (a delay, a key) stay here.
+            rules = {name: getattr(self.options, name) for name in OfflineOptions.model_fields}
+            try:
+                return await loop.run_in_executor(_bulk_pool(), _complete_in_worker, rules, request)
+            except BrokenProcessPool:
+                _drop_bulk_pool()  # the worker died (killed, out of memory): the next call starts another
+                raise
         return await loop.run_in_executor(_INTERACTIVE, self.completion, request)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
