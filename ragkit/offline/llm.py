@@ -14,10 +14,13 @@ It answers each kind of prompt the pipeline sends (told apart by
 from __future__ import annotations
 
 import asyncio
-import re
-from collections.abc import AsyncIterator
 import json
 import multiprocessing
+import os
+import re
+import threading
+import time
+from collections.abc import AsyncIterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -58,8 +61,22 @@ so they never queue behind an indexing run either."""
 def _bulk_pool() -> ProcessPoolExecutor:
     global _BULK
     if _BULK is None:  # spawned, not forked: the parent runs threads (the loop's, tiktoken's)
-        _BULK = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        _BULK = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                    initializer=_exit_with_parent, initargs=(os.getpid(),))
     return _BULK
+
+
+def _exit_with_parent(parent: int) -> None:
+    """In the worker: exit once the parent is gone. A parent killed outright
+    (SIGKILL, no atexit) would otherwise leave the worker running, holding the
+    parent's stdout and stderr open for whoever waits on them."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="ragkit-offline-parent", daemon=True).start()
 
 
 def _drop_bulk_pool() -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ragkit.core.llm_cache import CachedLLM
@@ -245,7 +245,11 @@ class Indexer:
     async def _windowed(self, doc: Document, chunks: list[Chunk] | None) -> int:
         """Extract, merge and commit ``doc`` one window of chunks at a time
         (``chunks`` given, or streamed from its text); returns the chunk count."""
-        ids = [c.id for c in chunks] if chunks is not None else plan_chunk_ids(self.chunker, doc, self.segment_chars)
+        # Chunking the text (to plan the ids, then window by window) runs in a
+        # worker thread: a segment is a million characters for tiktoken.
+        ids = [c.id for c in chunks] if chunks is not None else await asyncio.to_thread(
+            plan_chunk_ids, self.chunker, doc, self.segment_chars
+        )
         done = self._resume.pop(doc.id, 0)
         await self.stores.doc_status.upsert([await self._status(doc.id, DocStatus.PROCESSING, ids=ids, mark=done)])
         self.progress("chunks_planned", len(ids))
@@ -253,7 +257,7 @@ class Indexer:
             self.progress("chunks_committed", done)
         stream = iter(chunks) if chunks is not None else iter_chunks(self.chunker, doc, self.segment_chars)
         window: list[Chunk] = []
-        for chunk in stream:
+        while (chunk := await _next_chunk(stream, chunks is None)) is not None:
             window.append(chunk)
             if len(window) == self.config.window_chunks:
                 await self._window(doc, window, done)
@@ -420,7 +424,7 @@ class Indexer:
             (doc,) = await self.stores.full_docs.get_many([rec.id])
             if doc is None:
                 continue
-            again = plan_chunk_ids(self.chunker, _stored_doc(rec.id, doc), self.segment_chars)
+            again = await asyncio.to_thread(plan_chunk_ids, self.chunker, _stored_doc(rec.id, doc), self.segment_chars)
             if again[:mark] == rec.chunk_ids[:mark]:
                 out[rec.id] = mark
         return out
@@ -498,8 +502,14 @@ class Indexer:
                 continue
             (doc,) = await self.stores.full_docs.get_many([rec.id])
             if doc is not None:
-                out += plan_chunk_ids(self.chunker, _stored_doc(rec.id, doc), self.segment_chars)
+                out += await asyncio.to_thread(plan_chunk_ids, self.chunker, _stored_doc(rec.id, doc), self.segment_chars)
         return list(dict.fromkeys(out))
+
+
+async def _next_chunk(stream: Iterator[Chunk], chunking: bool) -> Chunk | None:
+    """The next chunk, ``None`` at the end; computed in a worker thread when the
+    stream chunks the text as it goes (``chunking``)."""
+    return await asyncio.to_thread(next, stream, None) if chunking else next(stream, None)
 
 
 def unstorable(extractions: Sequence[ChunkExtraction]) -> str | None:
