@@ -57,9 +57,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _env(working_dir: Path) -> dict[str, str]:
+def _env(working_dir: Path, llm: str = "replay") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGKIT_") or k == "RAGKIT_MUSIQUE_DIR"}
-    return {**env, "RAGKIT_WORKING_DIR": str(working_dir), "RAGKIT_LLM": "replay", "RAGKIT_EMBEDDER": "hash"}
+    return {**env, "RAGKIT_WORKING_DIR": str(working_dir), "RAGKIT_LLM": llm, "RAGKIT_EMBEDDER": "hash"}
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -72,11 +72,19 @@ class Load:
         self.url, self.key, self.ws = url, key, workspace
         self.latency: dict[str, list[float]] = {}
         self.errors: list[str] = []
+        self.timeouts: list[str] = []
+        self.timeout = 60.0
 
     async def timed(self, c: httpx.AsyncClient, label: str, method: str, path: str, **kw) -> httpx.Response | None:
         started = time.perf_counter()
         try:
-            r = await c.request(method, f"/w/{self.ws}{path}", **kw)
+            r = await c.request(method, path if path.startswith("/health") else f"/w/{self.ws}{path}", **kw)
+        except httpx.TimeoutException:
+            self.timeouts.append(label)
+            # Counted in the percentiles too, at the time it was given up:
+            # a route whose every request timed out must not show no figure.
+            self.latency.setdefault(label, []).append(time.perf_counter() - started)
+            return None
         except httpx.HTTPError as exc:
             self.errors.append(f"{label}: {type(exc).__name__}")
             return None
@@ -85,8 +93,17 @@ class Load:
             self.errors.append(f"{label}: {r.status_code} {r.text[:200]}")
         return r
 
+    async def health(self, ingesting: asyncio.Event, deadline: float, every: float = 0.2) -> None:
+        """``GET /health`` every ``every`` seconds while the others run: the
+        loop's own responsiveness (the route does no work)."""
+        async with httpx.AsyncClient(base_url=self.url, timeout=self.timeout) as c:
+            while time.monotonic() < deadline and ingesting.is_set():
+                await self.timed(c, "GET /health", "GET", "/health")
+                await asyncio.sleep(every)
+
     async def client(self, n: int, ingesting: asyncio.Event, deadline: float, min_requests: int) -> None:
-        async with httpx.AsyncClient(base_url=self.url, headers={"Authorization": f"Bearer {self.key}"}, timeout=60) as c:
+        async with httpx.AsyncClient(base_url=self.url, headers={"Authorization": f"Bearer {self.key}"},
+                                     timeout=self.timeout) as c:
             i = 0
             while time.monotonic() < deadline and (ingesting.is_set() or i < min_requests):
                 q = QUESTIONS[(n + i) % len(QUESTIONS)]
@@ -103,11 +120,12 @@ class Load:
 
 async def ingest_and_load(args, url: str, writer: str, reader: str, files: list[Path]) -> tuple[Load, dict]:
     load = Load(url, reader, args.workspace)
+    load.timeout = args.timeout
     ingesting = asyncio.Event()
     ingesting.set()
     started = time.monotonic()
     deadline = started + args.seconds
-    clients = [asyncio.create_task(load.client(n, ingesting, deadline, args.min_requests)) for n in range(args.clients)]
+    clients: list[asyncio.Task] = []
     async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {writer}"}, timeout=120) as c:
         jobs = []
         for i in range(0, len(files), args.batch):
@@ -115,8 +133,12 @@ async def ingest_and_load(args, url: str, writer: str, reader: str, files: list[
             r = await c.post(f"/w/{args.workspace}/documents/upload", files=batch)
             r.raise_for_status()
             jobs.append(r.json()["url"])
+            if not clients:  # the first upload makes the workspace: reads before it are 404s
+                clients = [asyncio.create_task(load.client(n, ingesting, deadline, args.min_requests))
+                           for n in range(args.clients)]
+                clients.append(asyncio.create_task(load.health(ingesting, deadline)))
         states = []
-        while time.monotonic() < deadline + 600:
+        while time.monotonic() < deadline + args.ingest_wait:
             states = [(await c.get(u)).json() for u in jobs]
             if all(s["state"] in ("done", "failed") for s in states):
                 break
@@ -126,6 +148,61 @@ async def ingest_and_load(args, url: str, writer: str, reader: str, files: list[
     await asyncio.gather(*clients)
     return load, {"jobs": len(jobs), "states": [s["state"] for s in states], "ingest_seconds": round(ingest_seconds, 2),
                   "documents_done": sum(s["documents_done"] for s in states), "failed": sum(len(s["failed"]) for s in states)}
+
+
+async def idle_load(args, url: str, reader: str) -> Load:
+    """The same clients on the idle server (``--preload`` ingested), ``--min-requests``
+    each, with ``GET /health`` polled meanwhile: the baseline of the 3x comparison."""
+    load = Load(url, reader, args.workspace)
+    load.timeout = args.timeout
+    idle = asyncio.Event()  # never set: each client makes its --min-requests and stops
+    polling = asyncio.Event()
+    polling.set()
+    deadline = time.monotonic() + args.seconds
+    health = asyncio.create_task(load.health(polling, deadline))
+    await asyncio.gather(*(load.client(n, idle, deadline, args.min_requests) for n in range(args.clients)))
+    polling.clear()
+    await health
+    return load
+
+
+def write_large(folder: Path, docs: int, chunks: int) -> list[Path]:
+    """``docs`` text files of about ``chunks`` chunks each (default chunk size),
+    MuSiQue passages concatenated (``benchmarks/loop_lag.py``)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from loop_lag import build_documents
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, doc in enumerate(build_documents(docs, chunks, 1200, 100)):
+        path = folder / f"large-{i:03d}.txt"
+        path.write_text(doc.content, encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _routes(load: Load) -> dict:
+    return {label: _stats(v) for label, v in sorted(load.latency.items())}
+
+
+def _p99(values: list[float]) -> float:
+    return round(_pct(values, 0.99), 2)
+
+
+def large_report(load: Load, idle: Load) -> dict:
+    """The acceptance figures: timeouts and errors under load, ``/health``
+    p99, and each query route's p95 against the idle server's."""
+    loaded, base = _routes(load), _routes(idle)
+    ratios = {r: round(loaded[r]["p95_ms"] / base[r]["p95_ms"], 2) for r in loaded
+              if r in base and r.startswith("POST /query") and base[r]["p95_ms"]}
+    return {
+        "routes_while_ingesting": loaded, "routes_idle": base,
+        "timeouts": len(load.timeouts), "timeout_routes": sorted(set(load.timeouts)),
+        "errors": len(load.errors), "error_samples": load.errors[:5],
+        "health_p99_ms": _p99(load.latency.get("GET /health", [])),
+        "health_p99_idle_ms": _p99(idle.latency.get("GET /health", [])),
+        "query_p95_over_idle": ratios,
+    }
 
 
 def _graph(export: dict) -> dict:
@@ -333,30 +410,102 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5, help="overhead: rounds of the question set")
     parser.add_argument("--port", type=int, default=0, help="0: a free loopback port")
     parser.add_argument("--workspace", default="bench")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--timeout", type=float, default=120.0, help="client timeout per request (s)")
+    parser.add_argument("--ingest-wait", type=float, default=900.0, help="seconds to wait for the jobs after --seconds")
+    parser.add_argument("--large", action="store_true",
+                        help="large documents (--chunks each, the offline LLM); the acceptance figures of issue 26, "
+                             "no overhead part, no offline comparison")
+    parser.add_argument("--chunks", type=int, default=7, help="--large: chunks per document")
+    parser.add_argument("--preload", type=int, default=10,
+                        help="--large: documents ingested before the idle baseline (the data both phases query)")
+    parser.add_argument("--label", default=None, help="--large: key of the run in the results file")
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    return run_large(args) if args.large else run(args)
 
+
+def _start(args, working_dir: Path, llm: str, log_path: Path) -> tuple[subprocess.Popen, str]:
+    port = args.port or _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = open(log_path, "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "ragkit", "serve", "--port", str(port)], env=_env(working_dir, llm),
+                            stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(300):
+        try:
+            if httpx.get(url + "/health").status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.1)
+    return proc, url
+
+
+def _keys(working_dir: Path, workspace: str) -> tuple[str, str]:
     from ragkit.server.keys import KeyStore
+
+    store = KeyStore(working_dir / "server_keys.sqlite")
+    return store.create([workspace], "bench", [], "write")[1], store.create([workspace], "bench", [], "read")[1]
+
+
+async def preload(args, url: str, writer: str, files: list[Path]) -> float:
+    """Ingest ``files`` with nobody querying and wait for the jobs: the data
+    the idle baseline is measured on (an empty workspace answers faster)."""
+    started = time.monotonic()
+    async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {writer}"}, timeout=120) as c:
+        r = await c.post(f"/w/{args.workspace}/documents/upload",
+                         files=[("files", (p.name, p.read_bytes(), "text/plain")) for p in files])
+        r.raise_for_status()
+        while (await c.get(r.json()["url"])).json()["state"] not in ("done", "failed"):
+            await asyncio.sleep(0.5)
+    return round(time.monotonic() - started, 1)
+
+
+def run_large(args) -> int:
+    """Issue 26's case: ``--preload`` large documents are ingested first; the
+    clients query the idle server (the baseline), then query again while
+    ``--docs`` more large documents are ingested (offline LLM)."""
+    tmp = Path(tempfile.mkdtemp(prefix="ragkit-server-large-"))
+    docs = args.docs if args.docs != 60 else 30
+    every = write_large(tmp / "all", docs + args.preload, args.chunks)
+    first, files = every[: args.preload], every[args.preload :]
+    working_dir = tmp / "served"
+    writer, reader = _keys(working_dir, args.workspace)
+    load_before = os.getloadavg()
+    proc, url = _start(args, working_dir, "offline", tmp / "server.log")
+    try:
+        preload_s = asyncio.run(preload(args, url, writer, first)) if first else 0.0
+        idle = asyncio.run(idle_load(args, url, reader))
+        load, ingest = asyncio.run(ingest_and_load(args, url, writer, reader, files))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    result = {
+        "run": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "setup": {"docs": docs, "preload_docs": args.preload, "preload_s": preload_s, "chunks_per_doc": args.chunks,
+                  "clients": args.clients, "seconds_bound": args.seconds,
+                  "timeout_s": args.timeout, "llm": "offline", "embedder": "hash", "cpus": os.cpu_count(),
+                  "load_average_before": [round(x, 2) for x in load_before],
+                  "load_average_after": [round(x, 2) for x in os.getloadavg()],
+                  "command": " ".join(["python", "benchmarks/server_load.py", *sys.argv[1:]])},
+        "ingestion": ingest,
+    } | large_report(load, idle)
+    out = args.out or OUT.with_name("server_load_large.json")
+    data = json.loads(out.read_text()) if out.exists() else {}
+    data[args.label or "after"] = result
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return 0 if not load.errors and not load.timeouts else 1
+
+
+def run(args) -> int:
     from ragkit.testing.corpus import write_passages
 
     tmp = Path(tempfile.mkdtemp(prefix="ragkit-server-load-"))
     files = write_passages(tmp / "files", limit=args.docs)
     working_dir = tmp / "served"
-    store = KeyStore(working_dir / "server_keys.sqlite")
-    writer = store.create([args.workspace], "bench", [], "write")[1]
-    reader = store.create([args.workspace], "bench", [], "read")[1]
-    port = args.port or _free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = open(tmp / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "ragkit", "serve", "--port", str(port)], env=_env(working_dir),
-                            stdout=log, stderr=subprocess.STDOUT)
+    writer, reader = _keys(working_dir, args.workspace)
+    proc, url = _start(args, working_dir, "replay", tmp / "server.log")
     try:
-        for _ in range(300):
-            try:
-                if httpx.get(url + "/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
         load, ingest = asyncio.run(ingest_and_load(args, url, writer, reader, files))
         load_before = os.getloadavg()
         over = asyncio.run(overhead(url, reader, args.workspace, working_dir, args.repeats))
@@ -380,16 +529,17 @@ def main() -> int:
                   "llm": "replay", "embedder": "hash", "cpus": os.cpu_count()},
         "ingestion": ingest,
         "routes": per_route,
-        "errors": len(load.errors),
-        "error_samples": load.errors[:5],
+        "errors": len(load.errors) + len(load.timeouts),
+        "error_samples": (load.errors + [f"{r}: timeout" for r in load.timeouts])[:5],
         "final_index_equals_offline": same,
         "counts": {k: len(v) for k, v in a.items()} | {"documents": len(served_docs["documents"])},
         "overhead": _overhead_report(over, asgi, load_before, load_after),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    out = args.out or OUT
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
-    return 0 if not load.errors and all(same.values()) else 1
+    return 0 if not load.errors and not load.timeouts and all(same.values()) else 1
 
 
 if __name__ == "__main__":

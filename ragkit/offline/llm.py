@@ -13,8 +13,16 @@ It answers each kind of prompt the pipeline sends (told apart by
 
 from __future__ import annotations
 
+import asyncio
+import json
+import multiprocessing
+import os
 import re
+import threading
+import time
 from collections.abc import AsyncIterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,6 +46,54 @@ OTHER = (
 )
 _TYPES_LINE = re.compile(r"^Entity types: (.+?)\. Output language: .*$", re.MULTILINE)
 _PIECE = re.compile(r"\S+\s*|\s+")
+_INTERACTIVE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-offline")
+_BULK: ProcessPoolExecutor | None = None
+_BULK_ROLES = frozenset({"extraction", "summary"})
+"""Where the rules run, off the event loop: an extraction is up to a second of
+CPU work, which on the loop would hold every request of a server while a
+document is indexed (``ragkit.core.pacing``). An indexing run's extractions and
+summaries go to one worker process: in a thread, pure Python would hold the
+GIL, and the loop would wait for it at every switch (measured: ``/health``
+waited seconds). A query's keywords and answer are short: one worker thread,
+so they never queue behind an indexing run either."""
+
+
+def _bulk_pool() -> ProcessPoolExecutor:
+    global _BULK
+    if _BULK is None:  # spawned, not forked: the parent runs threads (the loop's, tiktoken's)
+        _BULK = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                    initializer=_exit_with_parent, initargs=(os.getpid(),))
+    return _BULK
+
+
+def _exit_with_parent(parent: int) -> None:
+    """In the worker: exit once the parent is gone. A parent killed outright
+    (SIGKILL, no atexit) would otherwise leave the worker running, holding the
+    parent's stdout and stderr open for whoever waits on them."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="ragkit-offline-parent", daemon=True).start()
+
+
+def _drop_bulk_pool() -> None:
+    global _BULK
+    _BULK = None
+
+
+_WORKER_RULES: dict[str, OfflineLLM] = {}
+
+
+def _complete_in_worker(options: dict, request: ChatRequest) -> Completion:
+    """In the worker process: the rules' answer (one adapter per options)."""
+    key = json.dumps(options, sort_keys=True)
+    llm = _WORKER_RULES.get(key)
+    if llm is None:
+        llm = _WORKER_RULES[key] = OfflineLLM(options)
+    return llm.completion(request)
 
 
 class OfflineOptions(BaseModel):
@@ -63,13 +119,27 @@ class OfflineLLM(ModelAdapter):
         self.tokenizer = TiktokenTokenizer()
 
     async def complete(self, request: ChatRequest) -> Completion:
+        loop = asyncio.get_running_loop()
+        # A subclass that answers otherwise (a test's) is kept in this process.
+        if request.role in _BULK_ROLES and type(self).respond is OfflineLLM.respond:
+            # The rules' own options only: a subclass's (a delay, a key) stay here.
+            rules = {name: getattr(self.options, name) for name in OfflineOptions.model_fields}
+            try:
+                return await loop.run_in_executor(_bulk_pool(), _complete_in_worker, rules, request)
+            except BrokenProcessPool:
+                _drop_bulk_pool()  # the worker died (killed, out of memory): the next call starts another
+                raise
+        return await loop.run_in_executor(_INTERACTIVE, self.completion, request)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
+        for piece in _PIECE.findall((await self.complete(request)).text):
+            yield piece
+
+    def completion(self, request: ChatRequest) -> Completion:
+        """The answer and its usage (sync: pure computation)."""
         text = self.respond(request)
         usage = Usage(input_tokens=request_tokens(self.tokenizer, request), output_tokens=self.tokenizer.count(text))
         return Completion(text=text, usage=usage)
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
-        for piece in _PIECE.findall(self.respond(request)):
-            yield piece
 
     def respond(self, request: ChatRequest) -> str:
         """The answer text (sync: pure computation)."""

@@ -16,21 +16,29 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
 from ragkit import ids
 from ragkit.core.extraction import ChunkExtraction, Fragment, entity_text, relation_text
 from ragkit.core.keys import Pair, entity_key, relation_key
+from ragkit.core.pacing import Pacer
 from ragkit.core.stores import Stores
-from ragkit.pipeline.merge import Merger
+from ragkit.pipeline.merge import Draft, Merger
 from ragkit.protocols import Embedder
 from ragkit.schema import Entity, Relation
 
-PAGE = 256
-"""Extractions read per store call."""
+K = TypeVar("K", bound=Hashable)
+
+PAGE = 8
+"""Extractions read per store call: decoding a page (a large chunk's
+extraction is tens of kilobytes of JSON) is one slice of the loop's time."""
+KEYS_PAGE = 1024
+"""Nodes or edges read or written per store call: one call's work is one
+slice of the loop's time, not the whole update's."""
 
 
 @dataclass
@@ -66,6 +74,7 @@ class GraphUpdater:
         self.merger = merger
         self.embedder = embedder
         self.concurrency = concurrency
+        """Summary calls in flight at once."""
         self._entities: dict[str, dict[str, list[Entity]]] = {}
         """chunk id -> touched entity key -> its rows in that chunk"""
         self._relations: dict[str, dict[Pair, list[Relation]]] = {}
@@ -73,12 +82,17 @@ class GraphUpdater:
         self._keys: dict[str, str] = {}
         self._rows: dict[str, Entity | Relation] = {}
         self._summarise = True
+        self._pace = Pacer()
 
     async def apply(self, changes: Changes, *, summarise: bool = True) -> tuple[int, int]:
         """Returns (entities written or deleted, relations written or deleted).
-        ``summarise=False`` stores joined description lines (a deferred summary)."""
+        ``summarise=False`` stores joined description lines (a deferred summary).
+
+        The CPU work (indexing rows, merging, encoding) runs in slices
+        (``ragkit.core.pacing``): a large update shares the loop with readers."""
         self._entities, self._relations, self._changes, self._keys, self._rows = {}, {}, changes, {}, {}
         self._summarise = summarise
+        self._pace = Pacer()
         # Relations first: deleting a node also deletes its edges, which would
         # hide them from the relation pass and leave their vectors behind.
         rels = await self._update_relations(changes)
@@ -91,6 +105,7 @@ class GraphUpdater:
         for i in range(0, len(wanted), PAGE):
             page = wanted[i : i + PAGE]
             for cid, rec in zip(page, await self.stores.extractions.get_many(page)):
+                await self._pace()
                 ents: dict[str, list[Entity]] = {}
                 rels: dict[Pair, list[Relation]] = {}
                 # Rows are validated one by one, and only the kept ones: a large
@@ -128,77 +143,90 @@ class GraphUpdater:
             key = self._keys[name] = entity_key(name)
         return key
 
-    async def _entity_fragments(self, key: str, sources: set[str]) -> list[Fragment]:
-        ordered = sorted(sources)
-        await self._load(ordered)
-        return [Fragment(c, e) for c in ordered for e in self._entities[c].get(key, ())]
+    async def _current(self, read: Callable[[list[K]], Awaitable[list[dict | None]]], keys: list[K]) -> list[dict | None]:
+        """The stored properties of ``keys``, read a page at a time (copying a
+        large update's properties out of the store is work too)."""
+        out: list[dict | None] = []
+        for i in range(0, len(keys), KEYS_PAGE):
+            out += await read(keys[i : i + KEYS_PAGE])
+            await self._pace()
+        return out
 
-    async def _relation_fragments(self, pair: Pair, sources: set[str]) -> list[Fragment]:
-        ordered = sorted(sources)
-        await self._load(ordered)
-        return [Fragment(c, r) for c in ordered for r in self._relations[c].get(pair, ())]
+    async def _drafts(self, keys: list[K], current: list[dict | None], added: Mapping[K, set[str]],
+                      draft: Callable[[K, list[Fragment]], Draft], rows: Callable[[str], Mapping[K, list]]) -> list:
+        """(key, stored properties, new properties or ``None``: no source left)
+        per key. The merges run one after another in slices; only the summary
+        calls run concurrently (``concurrency``)."""
+        sources: list[set[str]] = []
+        wanted: set[str] = set()
+        for key, props in zip(keys, current):  # hub entities have thousands of sources
+            sources.append(_sources(props, added.get(key, set()), self._changes.removed_chunks))
+            wanted |= sources[-1]
+            await self._pace()
+        await self._load(sorted(wanted))
+        drafts: list[Draft | None] = []
+        for key, found in zip(keys, sources):
+            await self._pace()
+            frags = [Fragment(c, r) for c in sorted(found) for r in rows(c).get(key, ())]
+            drafts.append(draft(key, frags) if frags else None)
+        # Tasks for the summaries only: a task per key would be a task step per
+        # key in one turn of the loop, which is the long stretch again.
+        todo = [i for i, d in enumerate(drafts) if d is not None and d.lines is not None]
+        summarised = dict(zip(todo, await _bounded([self.merger.finish(drafts[i]) for i in todo], self.concurrency)))
+        done = [summarised.get(i, d.props if d is not None else None) for i, d in enumerate(drafts)]
+        return list(zip(keys, current, done))
 
     async def _update_entities(self, changes: Changes) -> int:
         keys = sorted(changes.entities)
-        current = await self.stores.graph.get_nodes(keys)
-        await self._load(c for k in keys for c in changes.added.get(k, ()))
-
-        async def compute(key: str, props: dict | None) -> tuple[str, dict | None, dict | None]:
-            sources = _sources(props, changes.added.get(key, set()), changes.removed_chunks)
-            if not sources:
-                return key, props, None
-            frags = await self._entity_fragments(key, sources)
-            if not frags:
-                return key, props, None
-            return key, props, await self.merger.entity(key, frags, summarise=self._summarise)
-
-        results = await _bounded([compute(k, p) for k, p in zip(keys, current)], self.concurrency)
+        current = await self._current(self.stores.graph.get_nodes, keys)
+        results = await self._drafts(
+            keys, current, changes.added,
+            lambda k, f: self.merger.entity_draft(k, f, summarise=self._summarise),
+            lambda c: self._entities[c],
+        )
         gone = [k for k, old, new in results if new is None and old is not None]
-        changed = {k: new for k, old, new in results if new is not None and new != old}
+        changed = [(k, new) for k, old, new in results if new is not None and new != old]
         await self.stores.graph.delete_nodes(gone)
         await self.stores.entity_vectors.delete([ids.entity_id(k) for k in gone])
-        if changed:
-            await self.stores.graph.upsert_nodes(changed)
-            await write_entity_vectors(self.stores, self.embedder, list(changed.items()))
+        for i in range(0, len(changed), KEYS_PAGE):
+            page = changed[i : i + KEYS_PAGE]
+            await self.stores.graph.upsert_nodes(dict(page))
+            await write_entity_vectors(self.stores, self.embedder, page, self._pace)
         return len(gone) + len(changed)
 
     async def _update_relations(self, changes: Changes) -> int:
         pairs = sorted(changes.relations)
-        current = await self.stores.graph.get_edges(pairs)
-
-        async def compute(pair: Pair, props: dict | None) -> tuple[Pair, dict | None, dict | None]:
-            sources = _sources(props, changes.added_rel.get(pair, set()), changes.removed_chunks)
-            if not sources:
-                return pair, props, None
-            frags = await self._relation_fragments(pair, sources)
-            if not frags:
-                return pair, props, None
-            return pair, props, await self.merger.relation(pair, frags, summarise=self._summarise)
-
-        results = await _bounded([compute(k, p) for k, p in zip(pairs, current)], self.concurrency)
+        current = await self._current(self.stores.graph.get_edges, pairs)
+        results = await self._drafts(
+            pairs, current, changes.added_rel,
+            lambda k, f: self.merger.relation_draft(k, f, summarise=self._summarise),
+            lambda c: self._relations[c],
+        )
         gone = [k for k, old, new in results if new is None and old is not None]
         changed = [(k, new) for k, old, new in results if new is not None and new != old]
         await self.stores.graph.delete_edges(gone)
         await self.stores.relation_vectors.delete([ids.relation_id(*k) for k in gone])
-        if changed:
-            await self.stores.graph.upsert_edges([(a, b, p) for (a, b), p in changed])
-            await write_relation_vectors(self.stores, self.embedder, changed)
+        for i in range(0, len(changed), KEYS_PAGE):
+            page = changed[i : i + KEYS_PAGE]
+            await self.stores.graph.upsert_edges([(a, b, p) for (a, b), p in page])
+            await write_relation_vectors(self.stores, self.embedder, page, self._pace)
         return len(gone) + len(changed)
 
 
-
-async def write_entity_vectors(stores: Stores, embedder: Embedder, items: list[tuple[str, dict]]) -> None:
+async def write_entity_vectors(stores: Stores, embedder: Embedder, items: list[tuple[str, dict]],
+                              pace: Pacer | None = None) -> None:
     """Embed "name + description" of each (node key, properties)."""
-    vectors = await embed_all(embedder, [entity_text(p) for _, p in items])
+    vectors = await embed_all(embedder, [entity_text(p) for _, p in items], pace)
     await stores.entity_vectors.upsert(
         [ids.entity_id(k) for k, _ in items], vectors, [{"key": k, "name": p["name"]} for k, p in items]
     )
 
 
-async def write_relation_vectors(stores: Stores, embedder: Embedder, items: list[tuple[Pair, dict]]) -> None:
+async def write_relation_vectors(stores: Stores, embedder: Embedder, items: list[tuple[Pair, dict]],
+                                pace: Pacer | None = None) -> None:
     """Embed keywords, endpoints and description of each (edge key, properties)."""
     texts = [relation_text(p) for _, p in items]
-    vectors = await embed_all(embedder, texts)
+    vectors = await embed_all(embedder, texts, pace)
     await stores.relation_vectors.upsert(
         [ids.relation_id(*k) for k, _ in items], vectors, [{"source": a, "target": b} for (a, b), _ in items]
     )
@@ -209,12 +237,18 @@ def _sources(props: Mapping | None, added: set[str], removed: set[str]) -> set[s
     return (stored | added) - removed
 
 
-async def embed_all(embedder: Embedder, texts: list[str]) -> np.ndarray:
-    """Embed in batches of the embedder's maximum size."""
+async def embed_all(embedder: Embedder, texts: list[str], pace: Pacer | None = None) -> np.ndarray:
+    """Embed in batches of the embedder's maximum size; ``pace`` between two
+    (an embedder that computes on the loop, such as a test double, would hold
+    it for the whole list)."""
     if not texts:
         return np.zeros((0, embedder.dimension), dtype=np.float32)
+    pace = pace or Pacer()
     step = max(1, embedder.max_batch_size)
-    parts = [await embedder.embed(texts[i : i + step]) for i in range(0, len(texts), step)]
+    parts = []
+    for i in range(0, len(texts), step):
+        parts.append(await embedder.embed(texts[i : i + step]))
+        await pace()
     return np.concatenate(parts).astype(np.float32, copy=False)
 
 

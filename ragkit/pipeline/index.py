@@ -36,16 +36,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.pacing import Pacer
 from ragkit.core.stores import Stores, writes
 from ragkit.core.text import clean, record_problem
 from ragkit.errors import ExtractionError, public_message
 from ragkit.pipeline.chunk import get_chunker
 from ragkit.pipeline.config import IndexConfig
 from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
+from ragkit.pipeline.graph_update import PAGE as EXTRACTIONS_PAGE
 from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
 from ragkit.pipeline.identity import cache_space, path_key, path_keys
 from ragkit.pipeline.merge import Merger
@@ -56,6 +58,10 @@ from ragkit.protocols import Embedder, Tokenizer
 from ragkit.schema import LEGACY_DELETING_FLAG, Chunk, DocStatus, DocStatusRecord, Document, utcnow
 
 __all__ = ["IndexConfig", "IndexReport", "Indexer", "Progress"]
+
+WRITE_PAGE = 16
+"""Chunks or extractions written per store call (``_write``): encoding and
+writing a page is one slice of the loop's time."""
 
 
 @dataclass
@@ -228,7 +234,9 @@ class Indexer:
                 async with self._large:
                     outcome.windowed_chunks = await self._windowed(doc, None)
                 return outcome
-            outcome.chunks = self.chunker.chunk(doc)
+            # In a worker thread: tiktoken encodes a large document in one
+            # call, which would hold the loop (it releases the GIL meanwhile).
+            outcome.chunks = await asyncio.to_thread(self.chunker.chunk, doc)
             if len(outcome.chunks) > self.config.window_chunks:
                 chunks, outcome.chunks = outcome.chunks, []
                 async with self._large:
@@ -242,7 +250,7 @@ class Indexer:
                 ))
             )
             self.progress("chunks_extracted", len(outcome.chunks))
-            problem = unstorable(outcome.extractions)
+            problem = await asyncio.to_thread(unstorable, outcome.extractions)  # a pure check, seconds on a large document
             if problem:
                 raise _unstorable_error(problem)
         except Exception as exc:  # one bad document must not stop the run
@@ -257,7 +265,11 @@ class Indexer:
     async def _windowed(self, doc: Document, chunks: list[Chunk] | None) -> int:
         """Extract, merge and commit ``doc`` one window of chunks at a time
         (``chunks`` given, or streamed from its text); returns the chunk count."""
-        ids = [c.id for c in chunks] if chunks is not None else plan_chunk_ids(self.chunker, doc, self.segment_chars)
+        # Chunking the text (to plan the ids, then window by window) runs in a
+        # worker thread: a segment is a million characters for tiktoken.
+        ids = [c.id for c in chunks] if chunks is not None else await asyncio.to_thread(
+            plan_chunk_ids, self.chunker, doc, self.segment_chars
+        )
         done = self._resume.pop(doc.id, 0)
         await self.stores.doc_status.upsert([await self._status(doc.id, DocStatus.PROCESSING, ids=ids, mark=done)])
         self._counted(doc, len(ids))
@@ -267,7 +279,7 @@ class Indexer:
             self.progress("chunks_committed", done)
         stream = iter(chunks) if chunks is not None else iter_chunks(self.chunker, doc, self.segment_chars)
         window: list[Chunk] = []
-        for chunk in stream:
+        while (chunk := await _next_chunk(stream, chunks is None)) is not None:
             window.append(chunk)
             if len(window) == self.config.window_chunks:
                 await self._window(doc, window, done)
@@ -285,7 +297,7 @@ class Indexer:
         if end <= done:  # committed before the run was cut short
             return
         extractions = list(await asyncio.gather(*(self._extract_one(c, cache_space(doc)) for c in window)))
-        problem = unstorable(extractions)
+        problem = await asyncio.to_thread(unstorable, extractions)
         if problem:
             raise _unstorable_error(problem)
         async with self._commit_lock:
@@ -302,17 +314,27 @@ class Indexer:
         return extraction
 
     async def _write(self, chunks: list[Chunk], extractions: list[ChunkExtraction]) -> None:
-        """Chunks, extractions, the graph update and vectors, then a flush."""
-        await self.stores.chunks.upsert({c.id: chunk_record(c) for c in chunks})
-        await self.stores.extractions.upsert({e.chunk_id: e.model_dump(mode="json") for e in extractions})
+        """Chunks, extractions, the graph update and vectors, then a flush.
+        A page at a time, paced (``ragkit.core.pacing``): a batch of large
+        documents is tens of thousands of records to encode, and the loop
+        answers readers meanwhile."""
+        pace = Pacer()
+        for i in range(0, len(chunks), WRITE_PAGE):
+            page = chunks[i : i + WRITE_PAGE]
+            await self.stores.chunks.upsert({c.id: chunk_record(c) for c in page})
+            await pace()
         changes = Changes()
-        for ex in extractions:
-            changes.add_extraction(ex)
+        for i in range(0, len(extractions), WRITE_PAGE):
+            page = extractions[i : i + WRITE_PAGE]
+            await self.stores.extractions.upsert({e.chunk_id: e.model_dump(mode="json") for e in page})
+            for ex in page:
+                changes.add_extraction(ex)
+            await pace()
         await self.updater.apply(changes, summarise=not self.config.merge.defer_summaries)
-        vectors = await embed_all(self.embedder, [c.content for c in chunks])
-        await self.stores.chunk_vectors.upsert(
-            [c.id for c in chunks], vectors, [chunk_meta(c) for c in chunks]
-        )
+        for i in range(0, len(chunks), WRITE_PAGE):
+            page = chunks[i : i + WRITE_PAGE]
+            vectors = await embed_all(self.embedder, [c.content for c in page], pace)
+            await self.stores.chunk_vectors.upsert([c.id for c in page], vectors, [chunk_meta(c) for c in page])
         await self.stores.flush()
 
     async def _status(
@@ -428,7 +450,7 @@ class Indexer:
             (doc,) = await self.stores.full_docs.get_many([rec.id])
             if doc is None:
                 continue
-            again = plan_chunk_ids(self.chunker, _stored_doc(rec.id, doc), self.segment_chars)
+            again = await asyncio.to_thread(plan_chunk_ids, self.chunker, _stored_doc(rec.id, doc), self.segment_chars)
             if again[:mark] == rec.chunk_ids[:mark]:
                 out[rec.id] = mark
         return out
@@ -482,11 +504,13 @@ class Indexer:
             kept = {c for r in records if r.id in keep for c in r.chunk_ids[: keep[r.id]]}
             chunk_ids = [c for c in chunk_ids if c not in kept]
         changes = Changes()
-        step = self.config.window_chunks  # a large document's extractions, a page at a time
+        pace = Pacer()
+        step = EXTRACTIONS_PAGE  # a large document's extractions, a page at a time
         for i in range(0, len(chunk_ids), step):
             for rec in await self.stores.extractions.get_many(chunk_ids[i : i + step]):
                 if rec is not None:
                     changes.remove_extraction(ChunkExtraction.model_validate(rec))
+                await pace()
         changes.removed_chunks.update(chunk_ids)
         await self.updater.apply(changes)
         await self.stores.chunk_vectors.delete(chunk_ids)
@@ -504,8 +528,14 @@ class Indexer:
                 continue
             (doc,) = await self.stores.full_docs.get_many([rec.id])
             if doc is not None:
-                out += plan_chunk_ids(self.chunker, _stored_doc(rec.id, doc), self.segment_chars)
+                out += await asyncio.to_thread(plan_chunk_ids, self.chunker, _stored_doc(rec.id, doc), self.segment_chars)
         return list(dict.fromkeys(out))
+
+
+async def _next_chunk(stream: Iterator[Chunk], chunking: bool) -> Chunk | None:
+    """The next chunk, ``None`` at the end; computed in a worker thread when the
+    stream chunks the text as it goes (``chunking``)."""
+    return await asyncio.to_thread(next, stream, None) if chunking else next(stream, None)
 
 
 def unstorable(extractions: Sequence[ChunkExtraction]) -> str | None:

@@ -15,7 +15,9 @@ call), with a prompt that forbids merging facts about different subjects.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,6 +43,18 @@ class MergeConfig(BaseModel):
     language: str = "English"
 
 
+@dataclass(frozen=True)
+class Draft:
+    """An entity's or relation's properties before its summary: the pure part of
+    a merge, computed apart from the LLM call so that a graph update can do the
+    CPU work in slices and the summary calls concurrently."""
+
+    props: dict
+    subject: str
+    lines: list[str] | None = None
+    """The description lines to summarise; ``None``: ``props`` is final."""
+
+
 class Merger:
     def __init__(self, llm: CachedLLM | None, tokenizer: Tokenizer, config: MergeConfig) -> None:
         self.llm = llm
@@ -50,23 +64,33 @@ class Merger:
     async def entity(self, key: str, fragments: Sequence[Fragment], *, summarise: bool = True) -> dict:
         """Node properties for the entity ``key`` from all its fragments
         (``summarise=False``: the joined lines, even past the threshold)."""
-        props = entity_properties(key, fragments)
-        props["description"] = await self._describe(props["name"], props["description"], summarise)
-        return props
+        return await self.finish(self.entity_draft(key, fragments, summarise=summarise))
 
     async def relation(self, key: tuple[str, str], fragments: Sequence[Fragment], *, summarise: bool = True) -> dict:
         """Edge properties for the relation ``key`` from all its fragments."""
-        props = relation_properties(key, fragments)
-        subject = f"{props['source']} - {props['target']}"
-        props["description"] = await self._describe(subject, props["description"], summarise)
-        return props
+        return await self.finish(self.relation_draft(key, fragments, summarise=summarise))
 
-    async def _describe(self, subject: str, joined: str, summarise: bool = True) -> str:
-        """The fragments' joined description lines, or their summary once they pass a threshold."""
+    def entity_draft(self, key: str, fragments: Sequence[Fragment], *, summarise: bool = True) -> Draft:
+        props = entity_properties(key, fragments)
+        return self._draft(props, props["name"], summarise)
+
+    def relation_draft(self, key: tuple[str, str], fragments: Sequence[Fragment], *, summarise: bool = True) -> Draft:
+        props = relation_properties(key, fragments)
+        return self._draft(props, f"{props['source']} - {props['target']}", summarise)
+
+    async def finish(self, draft: Draft) -> dict:
+        """The draft's properties, with the summary of its lines when it needs one."""
+        if draft.lines is None:
+            return draft.props
+        return {**draft.props, "description": await self._summarise(draft.subject, draft.lines)}
+
+    def _draft(self, props: dict, subject: str, summarise: bool) -> Draft:
+        """The fragments' joined description lines stay, unless they pass a threshold."""
+        joined = props["description"]
         lines = joined.split(SEPARATOR) if joined else []
         if self.llm is None or not summarise or not self._needs_summary(lines, joined):
-            return joined
-        return await self._summarise(subject, lines)
+            return Draft(props, subject)
+        return Draft(props, subject, lines)
 
     def _needs_summary(self, lines: list[str], joined: str) -> bool:
         return (
@@ -78,7 +102,9 @@ class Merger:
         """Map-reduce: summarise groups that fit one call, then their summaries."""
         limit = self.config.summary_context_tokens
         while True:
-            groups = self._groups(lines, limit)
+            # Counting every line's tokens is the CPU part of a summary (a hub
+            # entity has thousands of lines): in a worker thread, off the loop.
+            groups = await asyncio.to_thread(self._groups, lines, limit)
             summaries = [await self._summary_call(subject, g) for g in groups]
             if len(summaries) == 1:
                 return summaries[0]

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 
 from ragkit.core.extraction import ChunkExtraction
 from ragkit.core.keys import Pair, entity_key, relation_key
+from ragkit.core.pacing import Pacer
 from ragkit.core.stores import Stores
 from ragkit.pipeline.graph_update import Changes, GraphUpdater
 from ragkit.schema import DocStatus, DocStatusRecord, utcnow
@@ -31,8 +32,8 @@ from ragkit.schema import DocStatus, DocStatusRecord, utcnow
 SUMMARY_PENDING = "ragkit_summary_pending"
 """Status metadata key: this processed document's entities may wait for their summaries."""
 
-PAGE = 256
-"""Extractions read per store call."""
+PAGE = 8
+"""Extractions read per store call (a page is decoded in one go)."""
 KEYS = 2048
 """Entities (and relations) recomputed per graph update of the final pass."""
 
@@ -66,8 +67,10 @@ async def finish_summaries(stores: Stores, updater: GraphUpdater, records: Seque
     entities: set[str] = set()
     relations: set[Pair] = set()
     chunk_ids = list(dict.fromkeys(c for r in records for c in r.chunk_ids))
+    pace = Pacer()  # the keys of a large insert are seconds of work: in slices (ragkit.core.pacing)
     for i in range(0, len(chunk_ids), PAGE):
         for rec in await stores.extractions.get_many(chunk_ids[i : i + PAGE]):
+            await pace()
             if rec is not None:
                 ex = ChunkExtraction.model_validate(rec)
                 entities.update(entity_key(e.name) for e in ex.entities)
