@@ -10,7 +10,14 @@ is skipped (it was not present for the whole listing).
 
 Every write is one ``MULTI``/``EXEC``: records, the id index, the status
 sets and the generation (``...:gen``, an ``INCR``; never deleted, so it only
-grows) change together. ``transition`` is a check-and-set (``WATCH`` the record,
+grows) change together. The change feed is one more sorted set,
+``...:changed``, each id scored with the generation of its last write, a
+deletion included (then it is a tombstone: the record is gone); a Lua script
+in the same ``MULTI`` increments the generation and scores the ids with it.
+``...:feed-from`` holds the generation the feed starts at (that of the first
+open by a ragkit with the feed; 0 for a store made by one):
+``changes_since`` an older one is ``None`` ([doc_status.changes.floor]).
+Neither is removed by ``drop``; the feed holds one entry per id ever written. ``transition`` is a check-and-set (``WATCH`` the record,
 retry if another client changed it first), so concurrent transitions of one
 document cannot both pass the lifecycle check.
 """
@@ -34,6 +41,18 @@ from ragkit_redis.lease import RedisLease
 
 _TRANSITION_RETRIES = 50
 
+# KEYS: generation, feed; ARGV: the written ids. Returns the new generation.
+_WROTE = """
+local g = redis.call('INCR', KEYS[1])
+for i = 1, #ARGV do redis.call('ZADD', KEYS[2], g, ARGV[i]) end
+return g
+"""
+# KEYS: generation, feed start: the start is the generation the first time.
+_FEED_FROM = """
+if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('SET', KEYS[2], redis.call('GET', KEYS[1]) or 0) end
+return redis.call('GET', KEYS[2])
+"""
+
 
 class RedisDocStatusStore(RedisStore, DocStatusStore):
     """Document statuses in Redis (see ``ragkit_redis._base`` for the keys)."""
@@ -41,7 +60,8 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
     name: ClassVar[str] = "redis"
     kind = "doc_status"
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.PERSISTENT, Capability.TRANSACTIONAL, Capability.CONCURRENT_WRITES, Capability.GENERATION}
+        {Capability.PERSISTENT, Capability.TRANSACTIONAL, Capability.CONCURRENT_WRITES, Capability.GENERATION,
+         Capability.CHANGES}
     )
     Options: ClassVar[type[RedisOptions]] = RedisOptions
 
@@ -49,6 +69,18 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
         super().__init__(config)
         self.status_keys = {s: f"{self.base}:s:{s.value}".encode() for s in DocStatus}
         self.generation_key = f"{self.base}:gen".encode()
+        self.feed_key = f"{self.base}:changed".encode()
+        self.feed_from_key = f"{self.base}:feed-from".encode()
+        self.feed_from = 0
+
+    async def _open(self) -> None:
+        await super()._open()
+        try:
+            async with self.errors("start the change feed"):
+                self.feed_from = int(await self.client.eval(_FEED_FROM, 2, self.generation_key, self.feed_from_key))
+        except BaseException:
+            await self._close()
+            raise
 
     @property
     def indexes(self) -> list[bytes]:
@@ -66,6 +98,14 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
     async def _generation(self) -> int:
         async with self.errors("read the generation"):
             return int(await self.client.get(self.generation_key) or 0)
+
+    async def _changed_since(self, generation: int) -> tuple[int, list[str]] | None:
+        if generation < self.feed_from:
+            return None
+        now = await self._generation()  # first: see _changed_since in the protocol
+        async with self.errors("read the change feed"):
+            ids = await self.client.zrangebyscore(self.feed_key, f"({generation}", "+inf")
+        return now, [i.decode("utf-8") for i in ids]
 
     async def _counts(self) -> dict[DocStatus, int]:
         async with self.errors("count statuses"):
@@ -105,10 +145,10 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
                 pipe.zrem(key, *others)
             if members:
                 pipe.zadd(key, {m: 0 for m in members})
-        self.wrote(pipe)
+        self.wrote(pipe, ids)
 
-    def wrote(self, pipe: Any) -> None:
-        pipe.incr(self.generation_key)
+    def wrote(self, pipe: Any, members: list[bytes]) -> None:
+        pipe.eval(_WROTE, 2, self.generation_key, self.feed_key, *members)
 
     async def _upsert(self, rows: list[StatusRow]) -> None:
         async with self.errors("write statuses"):
