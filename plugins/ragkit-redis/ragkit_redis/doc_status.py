@@ -14,10 +14,13 @@ grows) change together. The change feed is one more sorted set,
 ``...:changed``, each id scored with the generation of its last write, a
 deletion included (then it is a tombstone: the record is gone); a Lua script
 in the same ``MULTI`` increments the generation and scores the ids with it.
-``...:feed-from`` holds the generation the feed starts at (that of the first
-open by a ragkit with the feed; 0 for a store made by one):
-``changes_since`` an older one is ``None`` ([doc_status.changes.floor]).
-Neither is removed by ``drop``; the feed holds one entry per id ever written. ``transition`` is a check-and-set (``WATCH`` the record,
+``...:changed-gen`` holds the last generation the feed recorded and
+``...:changed-from`` the one it is whole from: a store made before the feed,
+or a write by a process of an older ragkit (an ``INCR`` alone), leaves the
+generation ahead of the feed's, and ``changes_since`` an older generation is
+``None`` ([doc_status.changes.floor]); the next write through the feed starts
+it again from there. None of these keys is removed by ``drop``; the feed holds
+one entry per id ever written. ``transition`` is a check-and-set (``WATCH`` the record,
 retry if another client changed it first), so concurrent transitions of one
 document cannot both pass the lifecycle check.
 """
@@ -41,16 +44,17 @@ from ragkit_redis.lease import RedisLease
 
 _TRANSITION_RETRIES = 50
 
-# KEYS: generation, feed; ARGV: the written ids. Returns the new generation.
+# KEYS: generation, feed, feed's generation, feed start; ARGV: the written ids.
+# The feed's generation is the last one the feed recorded: a write that did not
+# (a process of an older ragkit INCRs alone) shows as a gap, and the feed
+# starts again after it.
 _WROTE = """
+local last = tonumber(redis.call('GET', KEYS[3]) or '0')
 local g = redis.call('INCR', KEYS[1])
+if g - 1 ~= last then redis.call('SET', KEYS[4], g - 1) end
+redis.call('SET', KEYS[3], g)
 for i = 1, #ARGV do redis.call('ZADD', KEYS[2], g, ARGV[i]) end
 return g
-"""
-# KEYS: generation, feed start: the start is the generation the first time.
-_FEED_FROM = """
-if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('SET', KEYS[2], redis.call('GET', KEYS[1]) or 0) end
-return redis.call('GET', KEYS[2])
 """
 
 
@@ -70,17 +74,8 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
         self.status_keys = {s: f"{self.base}:s:{s.value}".encode() for s in DocStatus}
         self.generation_key = f"{self.base}:gen".encode()
         self.feed_key = f"{self.base}:changed".encode()
-        self.feed_from_key = f"{self.base}:feed-from".encode()
-        self.feed_from = 0
-
-    async def _open(self) -> None:
-        await super()._open()
-        try:
-            async with self.errors("start the change feed"):
-                self.feed_from = int(await self.client.eval(_FEED_FROM, 2, self.generation_key, self.feed_from_key))
-        except BaseException:
-            await self._close()
-            raise
+        self.feed_generation_key = f"{self.base}:changed-gen".encode()
+        self.feed_from_key = f"{self.base}:changed-from".encode()
 
     @property
     def indexes(self) -> list[bytes]:
@@ -100,10 +95,13 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
             return int(await self.client.get(self.generation_key) or 0)
 
     async def _changed_since(self, generation: int) -> tuple[int, list[str]] | None:
-        if generation < self.feed_from:
-            return None
-        now = await self._generation()  # first: see _changed_since in the protocol
         async with self.errors("read the change feed"):
+            # First (see _changed_since in the protocol): the generation, and
+            # from where the feed is whole, up to the last write it recorded.
+            now, last, start = (int(v or 0) for v in await self.client.mget(
+                [self.generation_key, self.feed_generation_key, self.feed_from_key]))
+            if generation < (start if now == last else now):
+                return None
             ids = await self.client.zrangebyscore(self.feed_key, f"({generation}", "+inf")
         return now, [i.decode("utf-8") for i in ids]
 
@@ -148,7 +146,7 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
         self.wrote(pipe, ids)
 
     def wrote(self, pipe: Any, members: list[bytes]) -> None:
-        pipe.eval(_WROTE, 2, self.generation_key, self.feed_key, *members)
+        pipe.eval(_WROTE, 4, self.generation_key, self.feed_key, self.feed_generation_key, self.feed_from_key, *members)
 
     async def _upsert(self, rows: list[StatusRow]) -> None:
         async with self.errors("write statuses"):

@@ -116,3 +116,35 @@ async def test_kept_scopes_equal_uncached_ones_over_random_writes(stores, make_c
             assert (kept is None) == (fresh is None)
             if kept is not None:
                 assert (kept.doc_ids, kept.owners) == (fresh.doc_ids, fresh.owners)
+
+
+async def test_a_write_that_bypasses_the_feed_makes_kept_scopes_read_again(stores, make_config):
+    """A process of the previous ragkit writes a record and INCRs the
+    generation without recording the id in the feed: the feed says it is not
+    whole from before that write (``None``), the kept scope is read again and
+    shows the write, and the feed is whole again from the next write on."""
+    from ragkit.protocols.doc_status import status_row
+
+    store = await stores(RedisDocStatusStore, make_config("doc_status"))
+    await store.upsert([doc("public"), doc("team", groups=["team"]), doc("exec", groups=["exec"])])
+    view = SimpleNamespace(doc_status=store)
+
+    async def readable() -> set[str]:
+        scope = await resolve_scope(view, None, None, ALICE)  # type: ignore[arg-type]
+        assert scope is not None
+        return scope.doc_ids
+
+    assert await readable() == {"public", "team"}
+    before = await store.generation()
+    async with store.client.pipeline(transaction=True) as pipe:  # the old writer: record and INCR only
+        pipe.set(store.record_key("team"), status_row(doc("team", groups=["exec"])).data.encode())
+        pipe.incr(store.generation_key)
+        await pipe.execute()
+    assert await store.changes_since(before) is None, "a write missing from the feed went unnoticed"
+    assert await readable() == {"public"}
+    gap = await store.generation()
+    await store.upsert([doc("new", users=["alice"])])
+    assert await store.changes_since(before) is None
+    changes = await store.changes_since(gap)
+    assert changes is not None and [r.id for r in changes.records] == ["new"]
+    assert await readable() == {"public", "new"}
