@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -40,8 +40,9 @@ _PAGE = 500
 
 @dataclass
 class Scope:
-    doc_ids: set[str]
-    chunk_ids: set[str]
+    doc_ids: AbstractSet[str]
+    chunk_ids: AbstractSet[str]
+    """Read-only sets (a kept scope's are the keys of dicts it copied)."""
     owners: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     """chunk id -> (doc id, file path) of an in-scope document that holds it:
     chunk ids come from content, so two documents may share one, and the chunk
@@ -242,7 +243,11 @@ class _Readable:
 
     def scope(self) -> Scope:
         if self._scope is None:
-            self._scope = Scope(set(self.docs), set(self.owners), dict(self.owners))
+            # Copies of the two dicts, their keys as the id sets: a dict's copy
+            # clones its table, where a set built from it hashes every key
+            # again (2 to 4 times the time at 100,000 ids).
+            docs, owners = self.docs.copy(), self.owners.copy()
+            self._scope = Scope(docs.keys(), owners.keys(), owners)
         return self._scope
 
     def apply(self, records: Iterable[DocStatusRecord], deleted: Iterable[str]) -> None:
