@@ -115,6 +115,10 @@ class Capability(str, Enum):
     """A doc-status store keeps a generation counter that every write bumps
     (``DocStatusStore.generation``), shared by every instance over the same
     backend: readers may keep what they derived from the records until it moves."""
+    CHANGES = "changes"
+    """A doc-status store with a generation also names the records each write
+    changed (``DocStatusStore.changes_since``): readers update what they kept
+    with those alone instead of reading every record again."""
 
 
 class NoOptions(BaseModel):

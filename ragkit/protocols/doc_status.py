@@ -30,6 +30,19 @@ class StatusRow(NamedTuple):
     data: str
 
 
+class DocStatusChanges(NamedTuple):
+    """What changed in a doc-status store after a generation
+    (``DocStatusStore.changes_since``)."""
+
+    generation: int
+    """The generation these changes reach: every write up to it is in them
+    (later ones may be too)."""
+    records: list[DocStatusRecord]
+    """The changed records present now, as they are now."""
+    deleted: list[str]
+    """The changed ids no record holds now."""
+
+
 class DocStatusStore(KeyedStore):
     """Where each document is in its lifecycle.
 
@@ -73,9 +86,26 @@ class DocStatusStore(KeyedStore):
       (another connection, another process) sees the same number, so a write
       made through one invalidates what readers of the others derived.
 
+    With ``Capability.CHANGES`` as well (optional; ``changes_since()`` is ``None``
+    without it, and readers read every record again):
+
+    - [doc_status.changes.every-write] ``changes_since(g)`` names every id a
+      write after generation ``g`` changed (upserted, transitioned, deleted,
+      dropped) and no id whose last write was at or before ``g``: a write
+      appears exactly from the generation before it. Its ``generation`` is at
+      least the one ``generation()`` gave before the call.
+    - [doc_status.changes.tombstones] A deleted or dropped id is named among
+      ``deleted`` (a tombstone kept in the write's transaction), in every
+      instance over the backend, until it is written again.
+    - [doc_status.changes.floor] Changes from before what the store keeps (a
+      generation older than its tombstones, or than the feed itself in a
+      database made before it existed) are ``None``, never a partial list:
+      the reader then reads every record.
+
     Adapters implement the hooks ``_get``, ``_upsert``, ``_delete``, ``_counts``,
     ``_list_page`` and ``_drop`` (``_transition`` optionally, to make the
-    check-and-set atomic; ``_generation`` with ``Capability.GENERATION``).
+    check-and-set atomic; ``_generation`` with ``Capability.GENERATION``,
+    ``_changed_since`` with ``Capability.CHANGES``).
     Records travel as JSON text (``StatusRow.data``): the public methods
     validate, encode and decode them, so every backend keeps the same fields
     with the same precision.
@@ -154,6 +184,29 @@ class DocStatusStore(KeyedStore):
             raise StoreError(f"{type(self).__name__}._generation() returned {value!r}, not an int")
         return value
 
+    @template("_changed_since")
+    async def changes_since(self, generation: int) -> DocStatusChanges | None:
+        """The records changed after ``generation`` (one ``generation()`` gave),
+        as they are now ([doc_status.changes.every-write]); ``None`` when the
+        adapter does not declare ``Capability.CHANGES`` or keeps no changes
+        from that far back ([doc_status.changes.floor]): then read every record."""
+        self._check_open()
+        if isinstance(generation, bool) or not isinstance(generation, int):
+            raise InvalidValueError(f"changes_since takes a generation (an int), got {generation!r}")
+        if not {Capability.GENERATION, Capability.CHANGES} <= self.capabilities:
+            return None
+        found = await self._changed_since(generation)
+        if found is None:
+            return None
+        now, ids = found
+        if isinstance(now, bool) or not isinstance(now, int):
+            raise StoreError(f"{type(self).__name__}._changed_since() returned generation {now!r}, not an int")
+        ids = unique_keys(ids)
+        records = await self.get(ids) if ids else []
+        return DocStatusChanges(
+            now, [r for r in records if r is not None], [i for i, r in zip(ids, records) if r is None]
+        )
+
     async def _count(self) -> int:
         """Derived from ``_counts``; an adapter may count directly."""
         return sum((await self.counts()).values())
@@ -183,6 +236,15 @@ class DocStatusStore(KeyedStore):
         """The stored generation (0 before the first write); needed with
         ``Capability.GENERATION``. Bump it in the same transaction as each write."""
         raise NotImplementedError(f"{type(self).__name__} declares Capability.GENERATION but has no _generation()")
+
+    async def _changed_since(self, generation: int) -> tuple[int, Iterable[str]] | None:
+        """``(generation now, ids written after generation)``, or ``None`` when
+        changes from that far back are not kept; needed with
+        ``Capability.CHANGES``. Read the generation *first*: ids written after
+        it may be named too (they are read again at the next call), but a write
+        the generation counts must not be missed. Record each written id's
+        generation, and a tombstone per deleted id, in the write's transaction."""
+        raise NotImplementedError(f"{type(self).__name__} declares Capability.CHANGES but has no _changed_since()")
 
     async def _transition(self, id: str, to: DocStatus, error: str | None) -> DocStatusRecord:
         """Read, check and write back; override to make it one atomic check-and-set."""

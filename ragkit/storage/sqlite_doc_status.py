@@ -18,9 +18,22 @@ class SQLiteDocStatusStore(SQLiteStore, DocStatusStore):
     previous page), through an index on (status, id). The generation is a row
     of ``doc_status_generation`` that every write's transaction increments
     (``wrote``): other connections and processes read it from the same file.
+
+    The change feed (``changes_since``): each row's ``generation`` column holds
+    the generation of its last write, and a deleted row leaves a tombstone
+    (id, generation) in ``doc_status_gone`` until the id is written again.
+    Triggers keep both, in the writing statement's transaction, as "the
+    generation now + 1": ``wrote`` bumps the counter to that number after the
+    statements. Being in the database, they also record the writes of a
+    process running an older ragkit. A database made before the feed gets the
+    column at ``open()``; its ``doc_status_feed`` row says the feed starts at
+    the generation it had then ([doc_status.changes.floor]). Tombstones are
+    not pruned: at most one per id deleted and not written again.
     """
 
-    capabilities: ClassVar[frozenset[Capability]] = SQLiteStore.capabilities | {Capability.GENERATION}
+    capabilities: ClassVar[frozenset[Capability]] = SQLiteStore.capabilities | {
+        Capability.GENERATION, Capability.CHANGES
+    }
 
     table = "doc_status"
     key = "id"
@@ -31,6 +44,7 @@ class SQLiteDocStatusStore(SQLiteStore, DocStatusStore):
         id TEXT NOT NULL,
         status TEXT NOT NULL,
         data TEXT NOT NULL,
+        generation INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (workspace, namespace, id)
     );
     CREATE INDEX IF NOT EXISTS doc_status_by_status
@@ -42,6 +56,64 @@ class SQLiteDocStatusStore(SQLiteStore, DocStatusStore):
         PRIMARY KEY (workspace, namespace)
     )
     """
+    feed = """
+    CREATE INDEX IF NOT EXISTS doc_status_by_generation
+        ON doc_status (workspace, namespace, generation);
+    CREATE TABLE IF NOT EXISTS doc_status_gone (
+        workspace TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        id TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        PRIMARY KEY (workspace, namespace, id)
+    );
+    CREATE INDEX IF NOT EXISTS doc_status_gone_by_generation
+        ON doc_status_gone (workspace, namespace, generation);
+    CREATE TABLE IF NOT EXISTS doc_status_feed (
+        workspace TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        since INTEGER NOT NULL,
+        PRIMARY KEY (workspace, namespace)
+    );
+    CREATE TRIGGER IF NOT EXISTS doc_status_feed_insert AFTER INSERT ON doc_status BEGIN
+        UPDATE doc_status SET generation = {next}
+            WHERE workspace = NEW.workspace AND namespace = NEW.namespace AND id = NEW.id;
+        DELETE FROM doc_status_gone
+            WHERE workspace = NEW.workspace AND namespace = NEW.namespace AND id = NEW.id;
+    END;
+    CREATE TRIGGER IF NOT EXISTS doc_status_feed_update AFTER UPDATE OF status, data ON doc_status BEGIN
+        UPDATE doc_status SET generation = {next}
+            WHERE workspace = NEW.workspace AND namespace = NEW.namespace AND id = NEW.id;
+    END;
+    CREATE TRIGGER IF NOT EXISTS doc_status_feed_delete AFTER DELETE ON doc_status BEGIN
+        INSERT INTO doc_status_gone (workspace, namespace, id, generation)
+            VALUES (OLD.workspace, OLD.namespace, OLD.id, {old_next})
+            ON CONFLICT (workspace, namespace, id) DO UPDATE SET generation = excluded.generation;
+    END
+    """.format(
+        next="1 + COALESCE((SELECT generation FROM doc_status_generation g "
+        "WHERE g.workspace = NEW.workspace AND g.namespace = NEW.namespace), 0)",
+        old_next="1 + COALESCE((SELECT generation FROM doc_status_generation g "
+        "WHERE g.workspace = OLD.workspace AND g.namespace = OLD.namespace), 0)",
+    )
+
+    async def _open(self) -> None:
+        await super()._open()
+        try:
+            with self.db.transaction() as conn:
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(doc_status)")}
+                if "generation" not in columns:
+                    # A database from before the feed: its earlier writes left no
+                    # trace, so the feed starts at each namespace's generation now.
+                    conn.execute("ALTER TABLE doc_status ADD COLUMN generation INTEGER NOT NULL DEFAULT 0")
+                    conn.execute("CREATE TABLE IF NOT EXISTS doc_status_feed (workspace TEXT NOT NULL, "
+                                 "namespace TEXT NOT NULL, since INTEGER NOT NULL, PRIMARY KEY (workspace, namespace))")
+                    conn.execute("INSERT OR IGNORE INTO doc_status_feed (workspace, namespace, since) "
+                                 "SELECT workspace, namespace, generation FROM doc_status_generation")
+                for statement in _statements(self.feed):
+                    conn.execute(statement)
+        except BaseException:
+            await self._close()
+            raise
 
     async def _get(self, ids: list[str]) -> dict[str, str]:
         return self.select("data", ids)
@@ -62,6 +134,18 @@ class SQLiteDocStatusStore(SQLiteStore, DocStatusStore):
         )
         return int(row[0]) if row else 0
 
+    async def _changed_since(self, generation: int) -> tuple[int, list[str]] | None:
+        now = await self._generation()  # first: see _changed_since in the protocol
+        floor = self.db.fetchone("SELECT since FROM doc_status_feed WHERE workspace = ? AND namespace = ?", self._scope)
+        if floor is not None and generation < floor[0]:
+            return None
+        rows = self.db.fetchall(
+            "SELECT id FROM doc_status WHERE workspace = ? AND namespace = ? AND generation > ? "
+            "UNION SELECT id FROM doc_status_gone WHERE workspace = ? AND namespace = ? AND generation > ?",
+            (*self._scope, generation, *self._scope, generation),
+        )
+        return now, [id for (id,) in rows]
+
     def wrote(self, conn: sqlite3.Connection) -> None:
         # Not deleted by drop(): a counter that restarted could come back to a
         # number a reader kept, for other records.
@@ -78,3 +162,16 @@ class SQLiteDocStatusStore(SQLiteStore, DocStatusStore):
             "DO UPDATE SET status = excluded.status, data = excluded.data",
             [(*self._scope, row.id, row.status.value, row.data) for row in rows],
         )
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of ``script``, triggers (whose bodies hold ``;``) whole."""
+    out, pending = [], ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            out.append(pending)
+            pending = ""
+    if pending.strip():
+        out.append(pending)
+    return out

@@ -257,6 +257,31 @@ class InstanceGenerationDocStatusStore(SQLiteDocStatusStore):
         self._written += 1
 
 
+class NoTombstoneDocStatusStore(SQLiteDocStatusStore):
+    """Reads its change feed from the records' generation column alone: a
+    deleted document leaves no row, so no reader learns it is gone."""
+
+    violates: ClassVar[str] = "doc_status.changes.tombstones"
+    defect: ClassVar[str] = "changes_since() never names a deleted id"
+
+    async def _changed_since(self, generation: int) -> tuple[int, list[str]] | None:
+        now = await self._generation()
+        rows = self.db.fetchall(f"SELECT id {self._where(' AND generation > ?')}", (*self._scope, generation))
+        return now, [id for (id,) in rows]
+
+
+class InclusiveChangesDocStatusStore(SQLiteDocStatusStore):
+    """Selects ids written *at or after* the generation asked (``>=``): each
+    reader applies the last write it already had once more, and a write is in
+    the feed one generation too early."""
+
+    violates: ClassVar[str] = "doc_status.changes.every-write"
+    defect: ClassVar[str] = "changes_since(g) also names the writes made at g"
+
+    async def _changed_since(self, generation: int) -> tuple[int, list[str]] | None:
+        return await super()._changed_since(generation - 1)
+
+
 # -- models ------------------------------------------------------------------------------
 
 
@@ -571,6 +596,7 @@ STORE_BREAKERS: dict[str, tuple[type, ...]] = {
     "GraphStoreContract": (FirstWinsEdgesGraphStore, SavesWhatItDiscardsGraphStore),
     "DocStatusStoreContract": (
         ExtraEmptyPageDocStatusStore, DeleteKeepsGenerationDocStatusStore, InstanceGenerationDocStatusStore,
+        NoTombstoneDocStatusStore, InclusiveChangesDocStatusStore,
     ),
 }
 MODEL_BREAKERS: dict[str, tuple[type, ...]] = {

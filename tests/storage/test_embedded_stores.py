@@ -89,7 +89,7 @@ def test_names_and_capabilities():
     assert NumpyVectorStore.name == "numpy" and NetworkXGraphStore.name == "networkx"
     sql = {Capability.PERSISTENT, Capability.TRANSACTIONAL, Capability.CONCURRENT_WRITES}
     assert SQLiteKVStore.capabilities == sql
-    assert SQLiteDocStatusStore.capabilities == sql | {Capability.GENERATION}
+    assert SQLiteDocStatusStore.capabilities == sql | {Capability.GENERATION, Capability.CHANGES}
     assert NumpyVectorStore.capabilities == {
         Capability.PERSISTENT,
         Capability.METADATA_FILTER,

@@ -162,7 +162,7 @@ class RedisStore(BaseStore):
                 pipe.unlink(*(self.record_key(k) for k in keys))
                 for index in self.indexes:
                     pipe.zrem(index, *members)
-                self.wrote(pipe)
+                self.wrote(pipe, members)
                 await pipe.execute()
 
     async def _drop(self) -> None:
@@ -178,9 +178,10 @@ class RedisStore(BaseStore):
                     pipe.unlink(*(self._record_prefix + m for m in members))
                     for index in indexes:
                         pipe.zrem(index, *members)
-                    self.wrote(pipe)
+                    self.wrote(pipe, members)
                     await pipe.execute()
 
-    def wrote(self, pipe: Any) -> None:
+    def wrote(self, pipe: Any, members: list[bytes]) -> None:
         """Queues what a store keeps per write at the end of each write's
-        ``MULTI`` (the doc-status generation), so it applies with the write."""
+        ``MULTI`` (the doc-status generation and change feed), so it applies with
+        the write; ``members`` are the ids it wrote or deleted."""

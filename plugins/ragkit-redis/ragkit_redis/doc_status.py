@@ -10,7 +10,17 @@ is skipped (it was not present for the whole listing).
 
 Every write is one ``MULTI``/``EXEC``: records, the id index, the status
 sets and the generation (``...:gen``, an ``INCR``; never deleted, so it only
-grows) change together. ``transition`` is a check-and-set (``WATCH`` the record,
+grows) change together. The change feed is one more sorted set,
+``...:changed``, each id scored with the generation of its last write, a
+deletion included (then it is a tombstone: the record is gone); a Lua script
+in the same ``MULTI`` increments the generation and scores the ids with it.
+``...:changed-gen`` holds the last generation the feed recorded and
+``...:changed-from`` the one it is whole from: a store made before the feed,
+or a write by a process of an older ragkit (an ``INCR`` alone), leaves the
+generation ahead of the feed's, and ``changes_since`` an older generation is
+``None`` ([doc_status.changes.floor]); the next write through the feed starts
+it again from there. None of these keys is removed by ``drop``; the feed holds
+one entry per id ever written. ``transition`` is a check-and-set (``WATCH`` the record,
 retry if another client changed it first), so concurrent transitions of one
 document cannot both pass the lifecycle check.
 """
@@ -34,6 +44,19 @@ from ragkit_redis.lease import RedisLease
 
 _TRANSITION_RETRIES = 50
 
+# KEYS: generation, feed, feed's generation, feed start; ARGV: the written ids.
+# The feed's generation is the last one the feed recorded: a write that did not
+# (a process of an older ragkit INCRs alone) shows as a gap, and the feed
+# starts again after it.
+_WROTE = """
+local last = tonumber(redis.call('GET', KEYS[3]) or '0')
+local g = redis.call('INCR', KEYS[1])
+if g - 1 ~= last then redis.call('SET', KEYS[4], g - 1) end
+redis.call('SET', KEYS[3], g)
+for i = 1, #ARGV do redis.call('ZADD', KEYS[2], g, ARGV[i]) end
+return g
+"""
+
 
 class RedisDocStatusStore(RedisStore, DocStatusStore):
     """Document statuses in Redis (see ``ragkit_redis._base`` for the keys)."""
@@ -41,7 +64,8 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
     name: ClassVar[str] = "redis"
     kind = "doc_status"
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.PERSISTENT, Capability.TRANSACTIONAL, Capability.CONCURRENT_WRITES, Capability.GENERATION}
+        {Capability.PERSISTENT, Capability.TRANSACTIONAL, Capability.CONCURRENT_WRITES, Capability.GENERATION,
+         Capability.CHANGES}
     )
     Options: ClassVar[type[RedisOptions]] = RedisOptions
 
@@ -49,6 +73,9 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
         super().__init__(config)
         self.status_keys = {s: f"{self.base}:s:{s.value}".encode() for s in DocStatus}
         self.generation_key = f"{self.base}:gen".encode()
+        self.feed_key = f"{self.base}:changed".encode()
+        self.feed_generation_key = f"{self.base}:changed-gen".encode()
+        self.feed_from_key = f"{self.base}:changed-from".encode()
 
     @property
     def indexes(self) -> list[bytes]:
@@ -66,6 +93,17 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
     async def _generation(self) -> int:
         async with self.errors("read the generation"):
             return int(await self.client.get(self.generation_key) or 0)
+
+    async def _changed_since(self, generation: int) -> tuple[int, list[str]] | None:
+        async with self.errors("read the change feed"):
+            # First (see _changed_since in the protocol): the generation, and
+            # from where the feed is whole, up to the last write it recorded.
+            now, last, start = (int(v or 0) for v in await self.client.mget(
+                [self.generation_key, self.feed_generation_key, self.feed_from_key]))
+            if generation < (start if now == last else now):
+                return None
+            ids = await self.client.zrangebyscore(self.feed_key, f"({generation}", "+inf")
+        return now, [i.decode("utf-8") for i in ids]
 
     async def _counts(self) -> dict[DocStatus, int]:
         async with self.errors("count statuses"):
@@ -105,10 +143,10 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
                 pipe.zrem(key, *others)
             if members:
                 pipe.zadd(key, {m: 0 for m in members})
-        self.wrote(pipe)
+        self.wrote(pipe, ids)
 
-    def wrote(self, pipe: Any) -> None:
-        pipe.incr(self.generation_key)
+    def wrote(self, pipe: Any, members: list[bytes]) -> None:
+        pipe.eval(_WROTE, 4, self.generation_key, self.feed_key, self.feed_generation_key, self.feed_from_key, *members)
 
     async def _upsert(self, rows: list[StatusRow]) -> None:
         async with self.errors("write statuses"):

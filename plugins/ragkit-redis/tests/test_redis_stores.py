@@ -92,8 +92,9 @@ async def test_kv_hot_paths_send_batched_commands_and_never_keys(stores, make_co
 
 async def test_doc_status_hot_paths_send_batched_commands_and_never_keys(stores, make_config, redis_url):
     """Doc-status writes are one MULTI/EXEC (record, id index, status sets
-    and the generation's INCR together); counts are one transaction of a ZCARD per status; a page is a
-    ZRANGEBYLEX and an MGET.
+    and one EVAL: the script that INCRs the generation and scores the written ids
+    with it in the change feed); counts are one transaction of a ZCARD per status; a page is a
+    ZRANGEBYLEX and an MGET; the changes since a generation are an MGET (generation, feed's own), a ZRANGEBYSCORE and an MGET.
 
     Troubleshoot: as for KV; counts() must not list documents to count them.
     """
@@ -105,14 +106,21 @@ async def test_doc_status_hot_paths_send_batched_commands_and_never_keys(stores,
         sent = await commands(lambda: docs.upsert(batch))
         assert sent[0] == "MULTI" and sent[-1] == "EXEC" and sent.count("MSET") == 1, sent
         assert len(sent) <= 2 + 2 + 2 * len(DocStatus) + 1, f"commands do not grow with the batch: {sent}"
-        assert sent[-2] == "INCR", f"the generation is not bumped in the write's transaction: {sent}"
+        assert sent[-2] == "EVAL", f"the generation and feed are not written in the write's transaction: {sent}"
+        since = []
+
+        async def read_generation() -> None:
+            since.append(await docs.generation())
+
+        assert await commands(read_generation) == ["GET"]
         assert await commands(docs.counts) == ["MULTI"] + ["ZCARD"] * len(DocStatus) + ["EXEC"]
         assert await commands(lambda: docs.list_page(DocStatus.FAILED, limit=10)) == ["ZRANGEBYLEX", "MGET"]
         assert await commands(lambda: docs.get(["d001", "d002", "zz"])) == ["MGET"]
         sent = await commands(lambda: docs.transition("d000", DocStatus.PROCESSING))
         assert sent[:2] == ["WATCH", "GET"] and sent[2] == "MULTI" and sent[-1] == "EXEC", sent
         sent = await commands(lambda: docs.delete(["d001", "d002"]))
-        assert sent == ["MULTI", "UNLINK", "ZREM"] + ["ZREM"] * len(DocStatus) + ["INCR", "EXEC"], sent
+        assert sent == ["MULTI", "UNLINK", "ZREM"] + ["ZREM"] * len(DocStatus) + ["EVAL", "EXEC"], sent
+        assert await commands(lambda: docs.changes_since(since[0])) == ["MGET", "ZRANGEBYSCORE", "MGET"]
     assert (await docs.counts())[DocStatus.PROCESSING] == len(batch) // 4  # d000 in, d001 deleted
 
 

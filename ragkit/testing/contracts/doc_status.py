@@ -593,6 +593,84 @@ class DocStatusGenerationTests:
             assert await again.generation() == kept
 
 
+
+def _named(changes) -> tuple[set[str], set[str]]:
+    assert changes is not None, "changes_since() is None for a generation the store gave after its feed began"
+    return {r.id for r in changes.records}, set(changes.deleted)
+
+
+class DocStatusChangesTests:
+    @needs(Capability.CHANGES)
+    @checks("doc_status.changes.every-write")
+    async def test_every_write_is_in_the_changes_from_the_generation_before_it(self, adapter):
+        """(CHANGES) ``changes_since(g)`` names exactly the ids written after
+        ``g``: each upsert, transition and delete from the generation before it
+        on, none from its own generation on; records come as they are now, and
+        the generation returned is at least the one read before the call.
+
+        Troubleshoot: stamp each written id with the generation of its write,
+        in the write's transaction; select ids stamped *after* ``g`` (``>``,
+        not ``>=``); read the generation before the ids.
+        """
+        gens = [await adapter.generation()]
+        await adapter.upsert([record("a"), record("b")])
+        gens.append(await adapter.generation())
+        await adapter.transition("a", DocStatus.PROCESSING)
+        gens.append(await adapter.generation())
+        await adapter.upsert([record("c")])
+        gens.append(await adapter.generation())
+        await adapter.delete(["b"])
+        gens.append(await adapter.generation())
+        expected = [({"a", "c"}, {"b"}), ({"a", "c"}, {"b"}), ({"c"}, {"b"}), (set(), {"b"}), (set(), set())]
+        for g, want in zip(gens, expected):
+            changes = await adapter.changes_since(g)
+            assert _named(changes) == want, f"changes since {g} (of {gens}): {_named(changes)}, expected {want}"
+            assert changes.generation >= gens[-1]
+        changes = await adapter.changes_since(gens[0])
+        assert {r.id: r.status for r in changes.records} == {"a": DocStatus.PROCESSING, "c": DocStatus.PENDING}
+        async with twin(adapter) as other:
+            await other.upsert([record("d")])
+            assert _named(await adapter.changes_since(gens[-1])) == ({"d"}, set()), "another instance's write is missing"
+
+    @needs(Capability.CHANGES)
+    @checks("doc_status.changes.tombstones", "doc_status.changes.every-write")
+    async def test_deletes_and_drops_leave_tombstones(self, adapter):
+        """(CHANGES) A deleted id and every id a drop removed are named among
+        ``deleted``; written again, it is a record again.
+
+        Troubleshoot: a deleted row leaves nothing to select: keep a tombstone
+        (id, generation) in the delete's transaction, for ``drop`` too.
+        """
+        await adapter.upsert([record(i) for i in ("x", "y", "z")])
+        start = await adapter.generation()
+        await adapter.delete(["x"])
+        assert _named(await adapter.changes_since(start)) == (set(), {"x"})
+        await adapter.drop()
+        assert _named(await adapter.changes_since(start)) == (set(), {"x", "y", "z"})
+        async with twin(adapter) as other:
+            assert _named(await other.changes_since(start)) == (set(), {"x", "y", "z"})
+        await adapter.upsert([record("y")])
+        assert _named(await adapter.changes_since(start)) == ({"y"}, {"x", "z"})
+
+    @needs(Capability.CHANGES)
+    @checks("doc_status.changes.floor")
+    async def test_changes_from_before_the_store_are_whole_or_none(self, adapter):
+        """(CHANGES) Changes from before anything this store holds are
+        ``None`` (the caller reads every record) or name every id written,
+        never a part of them.
+
+        Troubleshoot: when tombstones are pruned, or the feed began after
+        some writes, remember from which generation it is complete and answer
+        ``None`` below it.
+        """
+        start = await adapter.generation()
+        await adapter.upsert([record(f"p{i}") for i in range(5)])
+        await adapter.delete(["p0"])
+        older = await adapter.changes_since(start - 1)
+        if older is not None:
+            named = {r.id for r in older.records} | set(older.deleted)
+            assert {f"p{i}" for i in range(5)} <= named, f"a partial feed: {sorted(named)}"
+
 # -- differential state machine ------------------------------------------------------
 
 # Confusables too ([store.keys.exact]): case, NFC/NFD, ß/SS.
@@ -747,6 +825,7 @@ class DocStatusStoreContract(
     DocStatusStateMachineTests,
     DocStatusEdgeCaseTests,
     FencingTests,
+    DocStatusChangesTests,
     DocStatusGenerationTests,
     DocStatusConcurrencyTests,
     DocStatusLifecycleTests,
