@@ -20,6 +20,7 @@
     ├── WriterLeaseLostError        this process lost the writer lock mid-write (it stalled)
     ├── WriteAccessError            a principal's write that would hide its result from itself
     ├── DocumentNotFoundError       an id or path that names no stored document
+    ├── WorkspaceNotFoundError      a read of a workspace nothing was ever written to
     └── InputNotFoundError          a file or folder given to insert(paths=...) that does not exist
 
 Messages name the problem and the fix, because they reach users of the CLI.
@@ -136,6 +137,22 @@ class DocumentNotFoundError(RagkitError, LookupError):
         self.arguments = list(arguments)
         named = ", ".join(repr(a) for a in self.arguments)
         super().__init__(f"no document has the id, or was indexed from the path, {named}")
+
+
+class WorkspaceNotFoundError(RagkitError, LookupError):
+    """A read-only command on a workspace that no write ever made (its folder
+    under ``working_dir`` is its mark, as for the server): most often the wrong
+    working dir, so the message says which one was looked at and how to point
+    at another. Reads never create a workspace."""
+
+    def __init__(self, workspace: str, working_dir: str) -> None:
+        self.workspace, self.working_dir = workspace, working_dir
+        super().__init__(
+            f"no workspace {workspace!r} in {working_dir} (nothing was ever indexed there; this command "
+            "creates nothing). Fix: index something first (`ragkit index PATH`), or point to existing data "
+            "with --config FILE, RAGKIT_WORKING_DIR or RAGKIT_WORKSPACE (after `make demo`: "
+            "`--config .demo/ragkit.toml`)"
+        )
 
 
 class InputNotFoundError(RagkitError, FileNotFoundError):

@@ -12,11 +12,11 @@ from ragkit.errors import DocumentNotFoundError
 from ragkit.pipeline.check import check
 from ragkit.pipeline.documents import DocumentPage, list_documents, resolve_documents
 from ragkit.rag import RAG
-from ragkit.settings import load_settings
+from ragkit.cli.workspace import existing
 
 
 def _rag(args: argparse.Namespace) -> RAG:
-    return RAG(load_settings(args.config).settings)
+    return RAG(existing(args.config))
 
 
 async def _status(args: argparse.Namespace) -> dict:

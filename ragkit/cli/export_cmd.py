@@ -7,11 +7,11 @@ import asyncio
 
 from ragkit.pipeline.export import ExportSummary
 from ragkit.rag import RAG
-from ragkit.settings import load_settings
+from ragkit.cli.workspace import existing
 
 
 async def _export(args: argparse.Namespace) -> ExportSummary:
-    async with RAG(load_settings(args.config).settings) as rag:
+    async with RAG(existing(args.config)) as rag:
         return await rag.aexport(args.output, args.format)
 
 

@@ -66,6 +66,7 @@ def test_the_offline_notice_comes_with_model_calls_only(tmp_path):
 
 
 def test_config_dev_null_is_no_settings_and_a_missing_file_blames_the_option(tmp_path):
+    (tmp_path / "data" / "default").mkdir(parents=True)  # an existing (empty) workspace: reads make none
     out = ragkit(tmp_path, "--config", os.devnull, "status")
     assert out.returncode == 0 and "0 chunks" in out.stdout, out.stderr
     missing = ragkit(tmp_path, "--config", str(tmp_path / "nope.toml"), "status")
