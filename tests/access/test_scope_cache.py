@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ragkit.access import AccessList
 from ragkit.core.scope import resolve_scope
+from ragkit.testing.spies import count_listings
 
 from .conftest import ALICE, BOB, PUBLIC, TEAM, make_rag
 
@@ -44,17 +45,6 @@ def write_in_another_process(folder: Path, records) -> None:
     subprocess.run([sys.executable, "-c", CHILD, str(folder), payload], check=True, timeout=120)
 
 
-def count_listings(store) -> list[int]:
-    """Counts the store's record listings (its ``_list_page`` hook) from now on."""
-    calls = [0]
-    hook = store._list_page
-
-    async def counted(*args, **kwargs):
-        calls[0] += 1
-        return await hook(*args, **kwargs)
-
-    store._list_page = counted
-    return calls
 
 
 async def readable(rag, principal) -> set[str]:

@@ -23,6 +23,7 @@ from ragkit.core.scope import ReadableScopes, _resolve, resolve_scope
 from ragkit.protocols.base import Capability
 from ragkit.schema import DocStatus, DocStatusRecord
 from ragkit.settings import Settings
+from ragkit.testing.spies import count_listings
 
 T0 = datetime(2024, 1, 2, tzinfo=timezone.utc)
 USERS = ["ann", "ben", "cy"]
@@ -31,16 +32,6 @@ READERS = [Principal(user="ann", groups=frozenset({"red"})), Principal(user="ben
            Principal(user="cy", groups=frozenset({"red", "blue"}))]
 
 
-def count_listings(store) -> list[int]:
-    calls = [0]
-    hook = store._list_page
-
-    async def counted(*args, **kwargs):
-        calls[0] += 1
-        return await hook(*args, **kwargs)
-
-    store._list_page = counted
-    return calls
 
 
 def random_record(rng: random.Random, id: str) -> DocStatusRecord:

@@ -19,6 +19,7 @@ from types import SimpleNamespace
 from ragkit.access import AccessList, Principal
 from ragkit.core.scope import ReadableScopes, resolve_scope
 from ragkit.schema import DocStatus, DocStatusRecord
+from ragkit.testing.spies import count_listings
 from ragkit_redis import RedisDocStatusStore
 
 T0 = datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
@@ -43,6 +44,13 @@ def doc(id: str, **access) -> DocStatusRecord:
                            chunk_ids=[f"chunk-{id}"], access=AccessList(**access) if access else None)
 
 
+async def alice_reads(store) -> set[str]:
+    """The documents ALICE's scope holds, through the kept scopes."""
+    scope = await resolve_scope(SimpleNamespace(doc_status=store), None, None, ALICE)  # type: ignore[arg-type]
+    assert scope is not None
+    return scope.doc_ids
+
+
 def upsert_in_another_process(config, records) -> None:
     subprocess.run([sys.executable, "-c", CHILD, config.model_dump_json(),
                     json.dumps([r.model_dump(mode="json") for r in records])], check=True, timeout=120)
@@ -55,33 +63,20 @@ async def test_a_kept_scope_follows_another_processs_writes(stores, make_config)
     config = make_config("doc_status")
     store = await stores(RedisDocStatusStore, config)
     await store.upsert([doc("public"), doc("team", groups=["team"]), doc("exec", groups=["exec"])])
-    view = SimpleNamespace(doc_status=store)
 
-    async def readable() -> set[str]:
-        scope = await resolve_scope(view, None, None, ALICE)  # type: ignore[arg-type]
-        assert scope is not None
-        return scope.doc_ids
-
-    assert await readable() == {"public", "team"}
+    assert await alice_reads(store) == {"public", "team"}
     kept = ReadableScopes.of(store)
     assert kept.generation == await store.generation() and len(kept.scopes) == 1
-    listings = [0]
-    hook = store._list_page
-
-    async def counted(*args, **kwargs):
-        listings[0] += 1
-        return await hook(*args, **kwargs)
-
-    store._list_page = counted
+    listings = count_listings(store)
 
     upsert_in_another_process(config, [doc("team", groups=["exec"])])
-    assert await readable() == {"public"}
+    assert await alice_reads(store) == {"public"}
     upsert_in_another_process(config, [doc("new", users=["alice"])])
-    assert await readable() == {"public", "new"}
+    assert await alice_reads(store) == {"public", "new"}
     assert kept.generation == await store.generation()
     assert listings[0] == 0, "a write of one record made the kept scope list every record (no change feed)"
     await store.delete(["new"])
-    assert await readable() == {"public"} and listings[0] == 0
+    assert await alice_reads(store) == {"public"} and listings[0] == 0
 
 
 async def test_kept_scopes_equal_uncached_ones_over_random_writes(stores, make_config):
@@ -127,24 +122,18 @@ async def test_a_write_that_bypasses_the_feed_makes_kept_scopes_read_again(store
 
     store = await stores(RedisDocStatusStore, make_config("doc_status"))
     await store.upsert([doc("public"), doc("team", groups=["team"]), doc("exec", groups=["exec"])])
-    view = SimpleNamespace(doc_status=store)
 
-    async def readable() -> set[str]:
-        scope = await resolve_scope(view, None, None, ALICE)  # type: ignore[arg-type]
-        assert scope is not None
-        return scope.doc_ids
-
-    assert await readable() == {"public", "team"}
+    assert await alice_reads(store) == {"public", "team"}
     before = await store.generation()
     async with store.client.pipeline(transaction=True) as pipe:  # the old writer: record and INCR only
         pipe.set(store.record_key("team"), status_row(doc("team", groups=["exec"])).data.encode())
         pipe.incr(store.generation_key)
         await pipe.execute()
     assert await store.changes_since(before) is None, "a write missing from the feed went unnoticed"
-    assert await readable() == {"public"}
+    assert await alice_reads(store) == {"public"}
     gap = await store.generation()
     await store.upsert([doc("new", users=["alice"])])
     assert await store.changes_since(before) is None
     changes = await store.changes_since(gap)
     assert changes is not None and [r.id for r in changes.records] == ["new"]
-    assert await readable() == {"public", "new"}
+    assert await alice_reads(store) == {"public", "new"}
