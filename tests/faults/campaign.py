@@ -220,7 +220,7 @@ class Trial:
             return fault.kind != "none"
         victim = procs[fault.victim]
         if fault.after_lock:
-            if not await self.wait_for_writer(victim.pid):
+            if not await self.wait_for_writer(victim):
                 return False
             await asyncio.sleep(fault.delay)
         else:
@@ -235,13 +235,14 @@ class Trial:
         victim.send_signal(signal.SIGCONT)
         return True
 
-    async def wait_for_writer(self, pid: int, timeout: float = 30.0) -> bool:
+    async def wait_for_writer(self, proc: Proc, timeout: float = 60.0) -> bool:
+        """Until ``proc`` holds the writer lock: false if it ends first."""
         settings = load_settings(env=self.env).settings
         async with RAG(settings) as rag:
             deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and proc.returncode is None:
                 holder = await rag.stores.lock.lease.holder()
-                if holder is not None and holder.pid == pid:
+                if holder is not None and holder.pid == proc.pid:
                     return True
                 await asyncio.sleep(0.02)
         return False
