@@ -155,11 +155,16 @@ class GraphUpdater:
         results = await _bounded([compute(k, p) for k, p in zip(keys, current)], self.concurrency)
         gone = [k for k, old, new in results if new is None and old is not None]
         changed = {k: new for k, old, new in results if new is not None and new != old}
-        await self.stores.graph.delete_nodes(gone)
+        # Vectors before their elements: an update cut short (a kill, a model
+        # error, a full disk) leaves an element at its old state, which the
+        # next recompute sees as changed and writes again with its vector. The
+        # other order left an element at its new state with no (or a stale)
+        # vector, which no recompute rewrites (new == old).
         await self.stores.entity_vectors.delete([ids.entity_id(k) for k in gone])
+        await self.stores.graph.delete_nodes(gone)
         if changed:
-            await self.stores.graph.upsert_nodes(changed)
             await write_entity_vectors(self.stores, self.embedder, list(changed.items()))
+            await self.stores.graph.upsert_nodes(changed)
         return len(gone) + len(changed)
 
     async def _update_relations(self, changes: Changes) -> int:
@@ -178,11 +183,11 @@ class GraphUpdater:
         results = await _bounded([compute(k, p) for k, p in zip(pairs, current)], self.concurrency)
         gone = [k for k, old, new in results if new is None and old is not None]
         changed = [(k, new) for k, old, new in results if new is not None and new != old]
+        await self.stores.relation_vectors.delete([ids.relation_id(*k) for k in gone])  # vectors first, as above
         await self.stores.graph.delete_edges(gone)
-        await self.stores.relation_vectors.delete([ids.relation_id(*k) for k in gone])
         if changed:
-            await self.stores.graph.upsert_edges([(a, b, p) for (a, b), p in changed])
             await write_relation_vectors(self.stores, self.embedder, changed)
+            await self.stores.graph.upsert_edges([(a, b, p) for (a, b), p in changed])
         return len(gone) + len(changed)
 
 

@@ -40,6 +40,7 @@ from ragkit.errors import ExtractionError, public_message
 from ragkit.pipeline.chunk import get_chunker
 from ragkit.pipeline.config import IndexConfig
 from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
+from ragkit.pipeline.edit_journal import finish_interrupted_edit
 from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
 from ragkit.pipeline.identity import cache_space, path_key
 from ragkit.pipeline.merge import Merger
@@ -357,6 +358,7 @@ class Indexer:
         def chosen(r: DocStatusRecord) -> bool:
             return (only is None or r.id in only) and r.id not in besides
 
+        await finish_interrupted_edit(self.stores, self.updater)  # before anything it touched changes again
         deleting = [r.id for r in await self._list(DocStatus.DELETING) if chosen(r)]
         interrupted = [
             r for status in (DocStatus.PROCESSING, DocStatus.PENDING, DocStatus.FAILED)
@@ -422,6 +424,7 @@ class Indexer:
     async def delete(self, doc_ids: Sequence[str], *, keep_paths: bool = False) -> list[str]:
         """Remove documents and everything derived only from them; entities and
         relations they shared are recomputed once from the remaining sources."""
+        await finish_interrupted_edit(self.stores, self.updater)  # an edit's chunks may be among these
         records = [r for r in await self.stores.doc_status.get(list(dict.fromkeys(doc_ids))) if r]
         if not records:
             return []

@@ -21,8 +21,10 @@ import ragkit.cli.query_cmd  # noqa: F401
 import ragkit.rag  # noqa: F401
 from ragkit.cli.main import main as ragkit_main
 from ragkit.plugins import get_registry
+from ragkit.tokenizer import _encoding
 
 get_registry()  # every adapter imported, before any fork
+_encoding("cl100k_base")  # the default tokenizer's tables: seconds per process to load
 
 
 def run(argv: list[str], env: dict[str, str], cwd: str, out: str, err: str) -> None:
