@@ -208,9 +208,11 @@ class Trial:
         deadline = time.monotonic() + PROCESS_TIMEOUT
         while proc.returncode is None:
             if time.monotonic() > deadline:
+                proc.send_signal(signal.SIGUSR1)  # child.py prints every thread's stack
+                await asyncio.sleep(1.0)
                 proc.send_signal(signal.SIGKILL)
                 proc.join()
-                raise TrialFailure(f"a process hung for {PROCESS_TIMEOUT}s: {proc.err_text()[-2000:]}")
+                raise TrialFailure(f"{proc.argv} hung for {PROCESS_TIMEOUT}s; its stderr:\n{proc.err_text()[-6000:]}")
             await asyncio.sleep(0.05)
         return proc.returncode, proc.err_text()
 

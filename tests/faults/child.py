@@ -12,7 +12,9 @@ take minutes.
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import signal
 import sys
 
 import ragkit.cli.docs_cmd  # noqa: F401  (imported once, in the forkserver)
@@ -33,7 +35,6 @@ def run(argv: list[str], env: dict[str, str], cwd: str, out: str, err: str) -> N
     os.environ.update(env)
     if limit := env.get("FAULTS_FSIZE_LIMIT"):  # a full disk where no tmpfs could be mounted
         import resource
-        import signal
 
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG
         resource.setrlimit(resource.RLIMIT_FSIZE, (int(limit), int(limit)))
@@ -41,6 +42,7 @@ def run(argv: list[str], env: dict[str, str], cwd: str, out: str, err: str) -> N
         f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(f, fd)
         os.close(f)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the campaign's "where is it stuck?"
     code = 1
     try:
         if argv[0] == "ragkit":
