@@ -162,7 +162,7 @@ class Trial:
 
     async def run(self) -> TrialLog:
         self.docs.mkdir(parents=True, exist_ok=True)
-        self.disk.mount()  # unmounted by the caller, once the oracle has read the stores
+        self.disk.mount(self.combo)  # unmounted by the caller, once the oracle has read the stores
         for number, rnd in enumerate(self.plan.rounds):
             await self.run_round(number, rnd)
             await self.check_documents(number)
@@ -267,6 +267,10 @@ class Trial:
         outcome.code, outcome.err = await self.finish(proc)
         outcome.attempts += 1
         outcome.faulted = False
+        if outcome.op.kind == "delete" and outcome.code == 2 and "nothing was deleted" in outcome.err:
+            # The killed attempt had deleted them (what the round's check verifies):
+            # a re-run finds nothing to delete, as it would for a user.
+            outcome.code = 0
         if not outcome.acknowledged:
             raise TrialFailure(
                 f"round {number}, {outcome.op.describe()}: the re-run without faults failed "
@@ -348,9 +352,9 @@ class Disk:
         self.folder = folder
         self.mounted = False
 
-    def mount(self) -> None:
+    def mount(self, combo: str) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() != 0:
+        if os.geteuid() != 0 or combo != "embedded":
             return
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(self.folder)], capture_output=True)
         self.mounted = done.returncode == 0
