@@ -12,7 +12,9 @@ take minutes.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
+import importlib
 import os
 import signal
 import sys
@@ -27,6 +29,9 @@ from ragkit.tokenizer import _encoding
 
 get_registry()  # every adapter imported, before any fork
 _encoding("cl100k_base")  # the default tokenizer's tables: seconds per process to load
+for _client in ("chromadb", "ragkit_chroma.store", "neo4j", "redis.asyncio"):  # the servers' clients
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_client)
 
 
 def run(argv: list[str], env: dict[str, str], cwd: str, out: str, err: str) -> None:
