@@ -467,6 +467,11 @@ class Indexer:
         changes.removed_chunks.update(chunk_ids)
         await self.updater.apply(changes)
         await self.stores.chunk_vectors.delete(chunk_ids)
+        # The graph recomputed without these chunks is durable before their
+        # extractions go: stores that write at once (SQLite) would otherwise lose
+        # the facts a crash's redo needs to find what the chunks touched, while
+        # the graph (flushed later) still named them as sources.
+        await self.stores.flush()
         await self.stores.chunks.delete(chunk_ids)
         await self.stores.extractions.delete(chunk_ids)
         await self.stores.flush()

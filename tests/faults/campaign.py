@@ -34,9 +34,13 @@ from .plan import Fault, Op, Plan, Round, make_plan, text
 
 SERVERS = {"kv": "redis", "doc_status": "redis", "vector": "chroma-http", "graph": "neo4j"}
 COMBOS = ("embedded", "servers")
-LEASE_TTL = 2.0
-"""Server leases expire fast, so that a stall (``stop``) costs the stalled
-writer its lease and a killed holder frees the workspace quickly."""
+LEASE_TTL = 4.0
+"""Server leases expire fast, so that a stall (``stop``, longer than this) costs
+the stalled writer its lease and a killed holder frees the workspace quickly;
+not faster: on a loaded machine an event loop can be starved for seconds."""
+BUSY = 3
+"""Exit status of a writer that lost the lock or waited too long: retry later."""
+RERUNS = 3
 MODEL_TIMEOUT = 1.5
 """The embedding client's timeout: a ``model-hang`` answer comes later."""
 HANG = 4.0
@@ -261,12 +265,16 @@ class Trial:
             raise TrialFailure(f"{where}: ended with {outcome.code} under a fault:\n{outcome.err[-3000:]}")
 
     async def rerun(self, number: int, outcome: Outcome) -> None:
-        """What a user does after a failed command: run it again (no faults now)."""
+        """What a user does after a failed command: run it again (no faults
+        now), and again while it says the workspace was busy (exit 3)."""
         self.write_files(outcome.op)
-        proc = await self.start(outcome.op, number, 9 + outcome.attempts, Fault("none"))
-        outcome.code, outcome.err = await self.finish(proc)
-        outcome.attempts += 1
-        outcome.faulted = False
+        for _ in range(RERUNS):
+            proc = await self.start(outcome.op, number, 9 + outcome.attempts, Fault("none"))
+            outcome.code, outcome.err = await self.finish(proc)
+            outcome.attempts += 1
+            outcome.faulted = False
+            if outcome.code != BUSY:
+                break
         if outcome.op.kind == "delete" and outcome.code == 2 and "nothing was deleted" in outcome.err:
             # The killed attempt had deleted them (what the round's check verifies):
             # a re-run finds nothing to delete, as it would for a user.

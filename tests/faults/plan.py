@@ -179,7 +179,7 @@ def _fault(rng: random.Random, ops: list[Op], combo: str) -> Fault:
         victim=victim,
         after_lock=ops[victim].writer and rng.random() < 0.75,
         delay=round(rng.uniform(0.0, 0.8) if kind != "none" else 0.0, 3),
-        stall=round(rng.uniform(2.5, 3.5), 2),
+        stall=round(rng.uniform(4.5, 5.5), 2),
         count=rng.randint(1, 6),
         slack=rng.choice([0, 4096, 16384, 65536]),
     )
