@@ -44,13 +44,15 @@ test: $(STAMP)
 
 # The randomized fault campaign, nightly-style (docs/faults.md): FAULT_TRIALS
 # trials per backend combination, from seed FAULT_SEED, with the servers that
-# scripts/test-services starts. A failing trial prints its seed and the command
-# that replays it; the CI slice (10 trials each) runs in `make test`.
+# scripts/test-services starts (both run; it fails if either failed). A failing
+# trial prints its seed and the command that replays it; the CI slice (10
+# trials each) runs in `make test`.
 FAULT_TRIALS ?= 100
 FAULT_SEED ?= 1000
 faults: $(STAMP)
-	$(PY) scripts/faults.py --combo embedded --trials $(FAULT_TRIALS) --seed $(FAULT_SEED)
-	$(PY) scripts/test-services $(PY) scripts/faults.py --combo servers --trials $(FAULT_TRIALS) --seed $(FAULT_SEED)
+	$(PY) scripts/faults.py --combo embedded --trials $(FAULT_TRIALS) --seed $(FAULT_SEED); status=$$?; \
+	$(PY) scripts/test-services $(PY) scripts/faults.py --combo servers --trials $(FAULT_TRIALS) --seed $(FAULT_SEED) || status=1; \
+	exit $$status
 
 contract-counts: $(STAMP)
 	$(PY) -m ragkit.testing.contracts
