@@ -159,8 +159,11 @@ class GraphUpdater:
         # error, a full disk) leaves an element at its old state, which the
         # next recompute sees as changed and writes again with its vector. The
         # other order left an element at its new state with no (or a stale)
-        # vector, which no recompute rewrites (new == old).
-        await self.stores.entity_vectors.delete([ids.entity_id(k) for k in gone])
+        # vector, which no recompute rewrites (new == old). And the vector of
+        # every key that no longer exists goes, the element there or not: a
+        # write cut short may have left the vector of an element never written.
+        vanished = [k for k, _, new in results if new is None]
+        await self.stores.entity_vectors.delete([ids.entity_id(k) for k in vanished])
         await self.stores.graph.delete_nodes(gone)
         if changed:
             await write_entity_vectors(self.stores, self.embedder, list(changed.items()))
@@ -183,7 +186,8 @@ class GraphUpdater:
         results = await _bounded([compute(k, p) for k, p in zip(pairs, current)], self.concurrency)
         gone = [k for k, old, new in results if new is None and old is not None]
         changed = [(k, new) for k, old, new in results if new is not None and new != old]
-        await self.stores.relation_vectors.delete([ids.relation_id(*k) for k in gone])  # vectors first, as above
+        vanished = [k for k, _, new in results if new is None]  # vectors first, and all of them, as above
+        await self.stores.relation_vectors.delete([ids.relation_id(*k) for k in vanished])
         await self.stores.graph.delete_edges(gone)
         if changed:
             await write_relation_vectors(self.stores, self.embedder, changed)

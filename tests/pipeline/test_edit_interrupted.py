@@ -93,3 +93,4 @@ async def test_edit_failing_midway_is_finished_by_the_next_write(tmp_path, edit,
         assert await store_snapshot(rag.stores) == want
     # Between the failure and the next write, check named what was left (and nothing else).
     assert kinds == {"interrupted edit"}, kinds
+
