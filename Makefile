@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PLUGINS := $(wildcard plugins/*/pyproject.toml)
 STAMP := $(VENV)/.ragkit-installed
 
-.PHONY: install demo demo-run test contract-counts bench-index bench-recall bench-large bench bench-smoke clean
+.PHONY: install demo demo-run test faults contract-counts bench-index bench-recall bench-large bench bench-smoke clean
 
 # torch's CPU build first (this machine's pip find-links hold torch 2.13.0+cpu):
 # left to the resolver, sentence-transformers would pull a multi-GB CUDA build.
@@ -56,6 +56,18 @@ RAGKIT_MATRIX_REQUIRE ?= embedded,servers,mixed
 test: $(STAMP)
 	RAGKIT_CONTRACT_REQUIRE='$(RAGKIT_CONTRACT_REQUIRE)' RAGKIT_MATRIX_REQUIRE='$(RAGKIT_MATRIX_REQUIRE)' \
 		$(PY) scripts/test-services $(PY) -m pytest $(PYTEST_ARGS)
+
+# The randomized fault campaign, nightly-style (docs/faults.md): FAULT_TRIALS
+# trials per backend combination, from seed FAULT_SEED, with the servers that
+# scripts/test-services starts (both run; it fails if either failed). A failing
+# trial prints its seed and the command that replays it; the CI slice (10
+# trials each) runs in `make test`.
+FAULT_TRIALS ?= 100
+FAULT_SEED ?= 1000
+faults: $(STAMP)
+	$(PY) scripts/faults.py --combo embedded --trials $(FAULT_TRIALS) --seed $(FAULT_SEED); status=$$?; \
+	$(PY) scripts/test-services $(PY) scripts/faults.py --combo servers --trials $(FAULT_TRIALS) --seed $(FAULT_SEED) || status=1; \
+	exit $$status
 
 contract-counts: $(STAMP)
 	$(PY) -m ragkit.testing.contracts

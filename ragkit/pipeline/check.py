@@ -5,9 +5,10 @@
 3. No vector lacks its chunk, node or edge.
 4. Document status agrees with the data (processed documents have their text,
    nothing is left mid-processing or mid-delete).
+5. No graph edit was cut short (``edit_journal``).
 
 ``repair=True`` fixes what can be fixed without the LLM: orphan vectors are
-deleted, missing vectors re-embedded, dangling sources dropped (recomputing the
+deleted, missing vectors re-embedded, an interrupted edit finished, dangling sources dropped (recomputing the
 entity or relation from the sources that remain), and documents with missing
 chunks are queued for re-indexing (pending).
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ragkit import ids
 from ragkit.core.stores import Stores
+from ragkit.pipeline.edit_journal import JOURNAL_KEY, finish_interrupted_edit, interrupted_edit
 from ragkit.pipeline.graph_update import (
     Changes,
     GraphUpdater,
@@ -65,6 +67,11 @@ async def check(stores: Stores, updater: GraphUpdater | None = None, repair: boo
 
 async def _check(stores: Stores, updater: GraphUpdater | None, repair: bool) -> CheckReport:
     report = CheckReport()
+    if await interrupted_edit(stores):
+        problem = report.add("interrupted edit", JOURNAL_KEY, "a graph edit was cut short; the next write, or --repair, finishes it")
+        if repair and updater is not None:
+            await finish_interrupted_edit(stores, updater)
+            problem.repaired = True
     chunk_keys = set(await _all(stores.chunks.keys()))
     chunk_vec = set(await _all(stores.chunk_vectors.ids()))
     nodes = {n.id: n.properties async for n in stores.graph.nodes()}

@@ -56,7 +56,8 @@ from ragkit.core.stores import Stores, writes
 from ragkit.errors import ElementExistsError, ElementNotFoundError, GraphEditError
 from ragkit.ids import digest
 from ragkit.pipeline.extract import combine_extractions as combine_fragments
-from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
+from ragkit.pipeline.edit_journal import EditJournal, finish_interrupted_edit, run_edit
+from ragkit.pipeline.graph_update import GraphUpdater, embed_all
 from ragkit.pipeline.index import chunk_meta, chunk_record
 from ragkit.schema import Chunk, DocStatus, DocStatusRecord, Entity, Relation
 
@@ -131,8 +132,10 @@ class GraphEditor:
         self._view: ScopedGraph | None = None
 
     async def _see_as_principal(self) -> None:
-        """The principal's scope, read under the writer lock at the start of an
-        edit (``None``: no principal, or one that may read everything)."""
+        """The start of every edit, under the writer lock: finish an edit that
+        was cut short, then read the principal's scope (``None``: no
+        principal, or one that may read everything)."""
+        await finish_interrupted_edit(self.stores, self.updater)
         if self.principal is not None:
             self._scope = await resolve_scope(self.stores, None, None, self.principal)
         self._fresh_view()
@@ -302,6 +305,7 @@ class GraphEditor:
     async def insert_custom_kg(self, kg: CustomKG) -> CustomKGReport:
         """Store the KG's chunks as documents and its facts as their extractions.
         Inserting the same KG again replaces its facts (no duplicate weights)."""
+        await finish_interrupted_edit(self.stores, self.updater)
         chunks, refs = self._custom_chunks(kg)
         records = _custom_extractions(kg, chunks, refs)
         docs: dict[str, list[Chunk]] = {}
@@ -411,24 +415,22 @@ class GraphEditor:
         await self._rewrite(await self._load(chunk_ids), rename)
 
     async def _commit(self, olds: dict[str, ChunkExtraction | None], news: dict[str, ChunkExtraction]) -> None:
-        """Store the new extractions and recompute everything old or new touches."""
+        """Store the new extractions and recompute everything old or new
+        touches, all or nothing (``edit_journal``)."""
         gone = {c for c, ex in news.items() if c.startswith(MANUAL_PREFIX) and not ex.entities}
         kept = {c: ex for c, ex in news.items() if c not in gone}
-        changes = Changes(removed_chunks=set(gone))
+        entities: set[str] = set()
+        relations: set[Pair] = set()
         for ex in olds.values():
             if ex is not None:  # keys the chunk no longer states are recomputed without it
-                changes.entities.update(entity_key(e.name) for e in ex.entities)
-                changes.relations.update(relation_key(r.source, r.target) for r in ex.relations)
-        for ex in kept.values():
-            changes.add_extraction(ex)
-        await self.stores.extractions.upsert({c: ex.model_dump(mode="json") for c, ex in kept.items()})
-        await self.stores.chunks.upsert(
-            {c: chunk_record(self._manual_chunk(ex)) for c, ex in kept.items() if c.startswith(MANUAL_PREFIX)}
+                entities.update(entity_key(e.name) for e in ex.entities)
+                relations.update(relation_key(r.source, r.target) for r in ex.relations)
+        journal = EditJournal(
+            extractions={c: ex.model_dump(mode="json") for c, ex in kept.items()},
+            chunks={c: chunk_record(self._manual_chunk(ex)) for c, ex in kept.items() if c.startswith(MANUAL_PREFIX)},
+            removed=sorted(gone), entities=sorted(entities), relations=sorted(relations),
         )
-        await self.updater.apply(changes)
-        await self.stores.extractions.delete(gone)
-        await self.stores.chunks.delete(gone)
-        await self.stores.flush()
+        await run_edit(self.stores, self.updater, journal)
 
     def _manual_chunk(self, ex: ChunkExtraction) -> Chunk:
         """A manual chunk's text restates its fragments, so a query that cites it

@@ -186,12 +186,20 @@ class GraphUpdater:
         )
         gone = [k for k, old, new in results if new is None and old is not None]
         changed = [(k, new) for k, old, new in results if new is not None and new != old]
+        # Vectors before their elements: an update cut short (a kill, a model
+        # error, a full disk) leaves an element at its old state, which the
+        # next recompute sees as changed and writes again with its vector. The
+        # other order left an element at its new state with no (or a stale)
+        # vector, which no recompute rewrites (new == old). And the vector of
+        # every key that no longer exists goes, the element there or not: a
+        # write cut short may have left the vector of an element never written.
+        vanished = [k for k, _, new in results if new is None]
+        await self.stores.entity_vectors.delete([ids.entity_id(k) for k in vanished])
         await self.stores.graph.delete_nodes(gone)
-        await self.stores.entity_vectors.delete([ids.entity_id(k) for k in gone])
         for i in range(0, len(changed), KEYS_PAGE):
             page = changed[i : i + KEYS_PAGE]
-            await self.stores.graph.upsert_nodes(dict(page))
             await write_entity_vectors(self.stores, self.embedder, page, self._pace)
+            await self.stores.graph.upsert_nodes(dict(page))
         return len(gone) + len(changed)
 
     async def _update_relations(self, changes: Changes) -> int:
@@ -204,12 +212,13 @@ class GraphUpdater:
         )
         gone = [k for k, old, new in results if new is None and old is not None]
         changed = [(k, new) for k, old, new in results if new is not None and new != old]
+        vanished = [k for k, _, new in results if new is None]  # vectors first, and all of them, as above
+        await self.stores.relation_vectors.delete([ids.relation_id(*k) for k in vanished])
         await self.stores.graph.delete_edges(gone)
-        await self.stores.relation_vectors.delete([ids.relation_id(*k) for k in gone])
         for i in range(0, len(changed), KEYS_PAGE):
             page = changed[i : i + KEYS_PAGE]
-            await self.stores.graph.upsert_edges([(a, b, p) for (a, b), p in page])
             await write_relation_vectors(self.stores, self.embedder, page, self._pace)
+            await self.stores.graph.upsert_edges([(a, b, p) for (a, b), p in page])
         return len(gone) + len(changed)
 
 

@@ -47,6 +47,7 @@ from ragkit.errors import ExtractionError, public_message
 from ragkit.pipeline.chunk import get_chunker
 from ragkit.pipeline.config import IndexConfig
 from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
+from ragkit.pipeline.edit_journal import finish_interrupted_edit
 from ragkit.pipeline.graph_update import PAGE as EXTRACTIONS_PAGE
 from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
 from ragkit.pipeline.identity import cache_space, path_key, path_keys
@@ -405,6 +406,7 @@ class Indexer:
         def chosen(r: DocStatusRecord) -> bool:
             return (only is None or r.id in only) and r.id not in besides
 
+        await finish_interrupted_edit(self.stores, self.updater)  # before anything it touched changes again
         deleting = [r.id for r in await self._list(DocStatus.DELETING) if chosen(r)]
         interrupted = [
             r for status in (DocStatus.PROCESSING, DocStatus.PENDING, DocStatus.FAILED)
@@ -470,6 +472,7 @@ class Indexer:
     async def delete(self, doc_ids: Sequence[str], *, keep_paths: bool = False) -> list[str]:
         """Remove documents and everything derived only from them; entities and
         relations they shared are recomputed once from the remaining sources."""
+        await finish_interrupted_edit(self.stores, self.updater)  # an edit's chunks may be among these
         records = [r for r in await self.stores.doc_status.get(list(dict.fromkeys(doc_ids))) if r]
         if not records:
             return []
@@ -514,6 +517,11 @@ class Indexer:
         changes.removed_chunks.update(chunk_ids)
         await self.updater.apply(changes)
         await self.stores.chunk_vectors.delete(chunk_ids)
+        # The graph recomputed without these chunks is durable before their
+        # extractions go: stores that write at once (SQLite) would otherwise lose
+        # the facts a crash's redo needs to find what the chunks touched, while
+        # the graph (flushed later) still named them as sources.
+        await self.stores.flush()
         await self.stores.chunks.delete(chunk_ids)
         await self.stores.extractions.delete(chunk_ids)
         await self.stores.flush()

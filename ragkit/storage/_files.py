@@ -47,12 +47,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import secrets
 import struct
 import zlib
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -108,7 +109,7 @@ def atomic_write(target: Path, write: Writer) -> None:
     private_dir(target.parent)
     tmp = temp_path(target)
     try:
-        with open(tmp, "xb") as fh:
+        with _write_errors(target), open(tmp, "xb") as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
@@ -118,6 +119,23 @@ def atomic_write(target: Path, write: Writer) -> None:
             tmp.unlink()
         raise
     fsync_dir(target.parent)
+
+
+@contextlib.contextmanager
+def _write_errors(target: Path) -> Iterator[None]:
+    """A failed write (a full disk above all: ENOSPC, or EFBIG past a file size
+    limit) as ``StoreError`` naming the file and the fix, not a traceback. The
+    file itself is untouched: snapshots are replaced atomically, and a journal's
+    torn tail is cut off by the next write (``write_at``)."""
+    try:
+        yield
+    except OSError as exc:
+        full = exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+        raise StoreError(
+            f"cannot write {target}: {exc.strerror or exc}. "
+            + ("The disk is full: free space and run the command again; " if full else "Fix the cause and run the command again; ")
+            + "what was flushed before is intact and the next run finishes the rest"
+        ) from exc
 
 
 def atomic_write_bytes(target: Path, data: bytes) -> None:
@@ -254,7 +272,7 @@ def write_at(path: Path, start: int, data: bytes) -> int:
     """Write ``data`` at byte ``start`` of ``path``, cutting off whatever followed
     (a torn tail, or a failed append), and fsync. ``start == 0`` (re)creates the
     file. Returns the new length."""
-    with open(path, "r+b" if start else "wb") as fh:
+    with _write_errors(path), open(path, "r+b" if start else "wb") as fh:
         fh.truncate(start)
         fh.seek(start)
         fh.write(data)

@@ -90,7 +90,8 @@ class Connection:
         self._lock = threading.RLock()
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            with self._errors():
+                mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StoreError(
                     f"SQLite database {self.path} refused WAL journal mode (got {mode!r}); "
@@ -102,9 +103,23 @@ class Connection:
             raise
 
     @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite's errors as ``StoreError`` naming the database and the fix.
+        Why: a full disk (``SQLITE_FULL``, or "disk I/O error" when the WAL
+        cannot grow) must reach the user as a message, not as a traceback
+        (found by the fault campaign, docs/faults.md)."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"SQLite database {self.path} failed: {exc}. If its disk is full, free space and run "
+                "the command again: what was committed before is intact and the next run finishes the rest"
+            ) from exc
+
+    @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """``BEGIN IMMEDIATE``; commit on success, roll back on any error."""
-        with self._lock:
+        with self._lock, self._errors():
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -115,11 +130,11 @@ class Connection:
             self._conn.execute("COMMIT")
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
+        with self._lock, self._errors():
             return self._conn.execute(sql, params).fetchall()
 
     def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        with self._lock:
+        with self._lock, self._errors():
             return self._conn.execute(sql, params).fetchone()
 
     def script(self, sql: str) -> None:

@@ -54,6 +54,8 @@ KILL_POINTS = {
     "second run, extracting": "1/llm/10/after",
     # step 2: delete (the documents are left "deleting")
     "delete, contribution removed": "2/graph.flush/1/after",
+    # SQLite writes at once, the graph at its flush: found by the fault campaign
+    "delete, extractions gone, graph not flushed": "2/extractions.delete/1/after",
     "delete, before status removed": "2/full_docs.delete/1/after",
     # step 3: a changed file replaces its old version
     "new version flushed, old one untouched": "3/stores.flush/1/after",

@@ -20,6 +20,7 @@ from ragkit.errors import (
     DimensionMismatchError,
     InvalidValueError,
     StoreClosedError,
+    StoreError,
 )
 from ragkit.protocols.base import Capability, StoreConfig
 from ragkit.protocols.vector import matches_filter
@@ -439,7 +440,7 @@ async def test_vectors_failed_write_keeps_old_file(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(np, "savez", boom)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(StoreError, match="disk full"):  # the OS error, named with its file
         await store.flush()
     assert store.path.read_bytes() == before
     assert temp_files(tmp_path) == []
