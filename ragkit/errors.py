@@ -20,7 +20,7 @@
     ├── WriterLeaseLostError        this process lost the writer lock mid-write (it stalled)
     ├── WriteAccessError            a principal's write that would hide its result from itself
     ├── DocumentNotFoundError       an id or path that names no stored document
-    ├── WorkspaceNotFoundError      a read of a workspace nothing was ever written to
+    ├── WorkspaceNotFoundError      a listing command on a workspace nothing was ever written to
     └── InputNotFoundError          a file or folder given to insert(paths=...) that does not exist
 
 Messages name the problem and the fix, because they reach users of the CLI.
@@ -140,10 +140,10 @@ class DocumentNotFoundError(RagkitError, LookupError):
 
 
 class WorkspaceNotFoundError(RagkitError, LookupError):
-    """A read-only command on a workspace that no write ever made (its folder
-    under ``working_dir`` is its mark, as for the server): most often the wrong
-    working dir, so the message says which one was looked at and how to point
-    at another. Reads never create a workspace."""
+    """A listing command (``status``, ``documents``, ``check``, ``export``) on an
+    embedded workspace that no write ever made (no folder under ``working_dir``):
+    most often the wrong working dir, so the message says which one was looked
+    at and how to point at another; the command creates nothing."""
 
     def __init__(self, workspace: str, working_dir: str) -> None:
         self.workspace, self.working_dir = workspace, working_dir

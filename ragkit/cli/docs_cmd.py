@@ -7,12 +7,13 @@ import asyncio
 import sys
 
 from ragkit.cli.output import print_json, table
+from ragkit.cli.workspace import existing
 from ragkit.core.text import shown_name
 from ragkit.errors import DocumentNotFoundError
 from ragkit.pipeline.check import check
 from ragkit.pipeline.documents import DocumentPage, list_documents, resolve_documents
 from ragkit.rag import RAG
-from ragkit.cli.workspace import existing
+from ragkit.settings import load_settings
 
 
 def _rag(args: argparse.Namespace) -> RAG:
@@ -72,7 +73,7 @@ def run_documents(args: argparse.Namespace) -> int:
 
 
 async def _delete(args: argparse.Namespace) -> dict[str, list[str]]:
-    async with _rag(args) as rag:
+    async with RAG(load_settings(args.config).settings) as rag:
         # Every argument is resolved before anything is deleted: one unknown
         # argument (a typo) deletes nothing.
         resolution = await resolve_documents(rag.stores, args.targets)

@@ -12,7 +12,7 @@ from ragkit.core.text import shown_name
 from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.rag import RAG
 from ragkit.schema import QueryParam, QueryResult
-from ragkit.cli.workspace import existing
+from ragkit.settings import load_settings
 
 
 def _param(args: argparse.Namespace) -> QueryParam:
@@ -44,7 +44,7 @@ def _principal(args: argparse.Namespace) -> Principal | None:
 
 async def _query(args: argparse.Namespace) -> QueryResult:
     principal = _principal(args)
-    rag = RAG(existing(args.config))
+    rag = RAG(load_settings(args.config).settings)
     async with rag:
         result = await rag.aquery(args.question, _param(args), principal=principal)
         if result.stream is not None:

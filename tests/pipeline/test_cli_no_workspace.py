@@ -3,7 +3,9 @@ workspace says so, names the folder it looked in and how to point at the
 data (after ``make demo``: its ``ragkit.toml``), and creates nothing.
 
 Before, ``ragkit documents`` in a fresh folder answered "0 of 0" and left a
-``ragkit_data/default`` behind, and ``status`` made an empty workspace.
+``ragkit_data/default`` behind, and ``status`` made an empty workspace. (On the
+embedded doc status, where the folder is sure evidence; ``query`` and
+``delete`` answer for themselves, ``ragkit/cli/workspace.py`` says why.)
 
 Troubleshooting: run the command by hand in an empty folder with no
 ``RAGKIT_*`` variables set.
@@ -18,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-READS = [["status"], ["documents"], ["check"], ["delete", "a.md"], ["export", "out.json"],
-         ["query", "who leads the project?", "--context-only"]]
+READS = [["status"], ["documents"], ["check"], ["export", "out.json"]]
 
 
 def ragkit(cwd: Path, *args: str) -> subprocess.CompletedProcess:
