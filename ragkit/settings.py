@@ -51,14 +51,12 @@ from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.loaders.limits import LoaderLimits
 from ragkit.pipeline.config import IndexConfig
 from ragkit.plugins.kinds import SECTION_KINDS
-from ragkit.redact import register_secret
+from ragkit.redact import is_secret, register_secret
 from ragkit.server.config import ServerSettings
 
 SECTIONS = SECTION_KINDS
 """Backend sections: each names the adapter of one kind (``ragkit.plugins.kinds``)."""
 DEFAULT_FILE = "ragkit.toml"
-_SECRET_WORDS = ("key", "token", "password", "passwd", "secret", "credential", "credentials", "auth")
-_SECRET_SUFFIXES = ("key", "token", "password", "secret")  # apikey, accesstoken
 _URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
 WORKSPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_\-]{0,63}")
 WORKSPACE_RULE = (
@@ -274,13 +272,6 @@ def _reveal(data: Any) -> Any:
     if isinstance(data, dict):
         return {k: _reveal(v) for k, v in data.items()}
     return data.get_secret_value() if isinstance(data, SecretStr) else data
-
-
-def is_secret(name: str) -> bool:
-    """By the words of the name: ``api_key``, ``auth_token``, ``apikey`` are;
-    ``max_tokens`` and ``summary_min_tokens`` (counts, not tokens) are not."""
-    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
-    return any(w in _SECRET_WORDS or w.startswith("auth") or w.endswith(_SECRET_SUFFIXES) for w in words)
 
 
 def mask_secrets(data: Any, name: str = "") -> Any:
