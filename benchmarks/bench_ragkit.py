@@ -206,8 +206,8 @@ class CountingEmbedder:
 
 
 def make_rag(working_dir: Path, llm: Any, embedder: Any, args: argparse.Namespace, **settings: Any):
-    from ragkit.pipeline.config import IndexConfig
     from ragkit.rag import RAG
+    from ragkit.sections.index import IndexConfig
     from ragkit.settings import Settings
 
     index = IndexConfig.model_validate({"llm_concurrency": args.concurrency, "extract": {"gleaning": args.gleaning}})

@@ -49,10 +49,10 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from ragkit.core.lock import LockSettings
 from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.loaders.limits import LoaderLimits
-from ragkit.pipeline.config import IndexConfig
 from ragkit.plugins.kinds import SECTION_KINDS
 from ragkit.redact import is_secret, register_secret
-from ragkit.server.config import ServerSettings
+from ragkit.sections.index import IndexConfig
+from ragkit.sections.server import ServerSettings
 
 SECTIONS = SECTION_KINDS
 """Backend sections: each names the adapter of one kind (``ragkit.plugins.kinds``)."""
