@@ -38,7 +38,6 @@ from typing import NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 from ragkit import ids
-from ragkit.errors import ConfigError
 from ragkit.protocols import Tokenizer
 from ragkit.schema import Chunk, Document, Location
 from ragkit.sections.index import MIN_SIZE, check_window
