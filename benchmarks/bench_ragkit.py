@@ -104,7 +104,7 @@ class BenchLLM:
         from ragkit.protocols.models import Completion, Usage
 
         texts = [request.system or "", *(m.content for m in request.history), request.prompt]
-        from ragkit.pipeline.prompts import is_gleaning_request
+        from ragkit.core.prompts import is_gleaning_request
 
         role = "gleaning" if is_gleaning_request(request) else request.role
         text = await self.latency(texts, lambda: self.inner.answer(request), role)
@@ -133,7 +133,7 @@ class ScaledReplay:
     def answer(self, request: Any) -> str:
         import re
 
-        from ragkit.pipeline.prompts import chunk_text_of, render_rows
+        from ragkit.core.prompts import chunk_text_of, render_rows
         from ragkit.schema import Entity, Relation
         from ragkit.testing.replay import canonical_extraction
 

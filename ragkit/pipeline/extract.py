@@ -16,10 +16,10 @@ from __future__ import annotations
 from ragkit.core.extraction import ChunkExtraction
 from ragkit.core.keys import entity_key
 from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.prompts import build_extraction_request, build_gleaning_request
 from ragkit.core.text import record_problem
 from ragkit.errors import ExtractionError
 from ragkit.pipeline.parse import ParsedExtraction, parse_extraction
-from ragkit.pipeline.prompts import build_extraction_request, build_gleaning_request
 from ragkit.schema import Chunk, Entity, Relation
 from ragkit.sections.index import ExtractConfig
 

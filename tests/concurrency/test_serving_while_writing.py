@@ -27,7 +27,7 @@ import asyncio
 import hashlib
 import time
 
-from ragkit.pipeline.prompts import COMPLETE_MARKER, chunk_text_of, render_rows
+from ragkit.core.prompts import COMPLETE_MARKER, chunk_text_of, render_rows
 from ragkit.rag import RAG
 from ragkit.schema import Document, Entity, Relation
 from ragkit.sections.index import IndexConfig

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from ragkit.ids import normalize_name
 from ragkit.pipeline.parse import MAX_NAME_CHARS, MAX_STRENGTH, MAX_WARNINGS, ParsedExtraction, parse_extraction
-from ragkit.pipeline.prompts import (
+from ragkit.core.prompts import (
     COMPLETE_MARKER,
     EXAMPLES,
     GLEANING_PROMPT,
