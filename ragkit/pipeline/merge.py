@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from ragkit.core.extraction import SEPARATOR, Fragment, entity_properties, relation_properties
 from ragkit.core.llm_cache import CachedLLM
-from ragkit.protocols import ChatRequest, Tokenizer
+from ragkit.core.prompts import build_summary_request
+from ragkit.protocols import Tokenizer
 from ragkit.sections.index import MergeConfig
 
 
@@ -114,32 +115,3 @@ class Merger:
         )
         text = (await self.llm.complete(request)).strip()
         return text or SEPARATOR.join(lines)
-
-
-SUMMARY_SYSTEM = (
-    "You maintain a knowledge graph. You condense statements about one subject "
-    "without losing facts and without inventing any."
-)
-SUMMARY_PROMPT = """Write one description of "{subject}" in {language} that keeps every distinct fact below.
-Rules:
-- Keep facts about different projects, people or organisations as separate sentences; never merge two subjects' facts into one claim.
-- Keep names, numbers and dates exactly as written.
-- Use only the statements below.
-
-Statements:
-{statements}
-
-Description:"""
-
-
-def build_summary_request(
-    subject: str, lines: Sequence[str], *, language: str, max_tokens: int
-) -> ChatRequest:
-    statements = "\n".join(f"- {line}" for line in lines)
-    return ChatRequest(
-        prompt=SUMMARY_PROMPT.format(subject=subject, language=language, statements=statements),
-        system=SUMMARY_SYSTEM,
-        max_tokens=max_tokens,
-        temperature=0,
-        role="summary",
-    )
