@@ -115,17 +115,17 @@ def load_documents(
     for a file it cannot read (default: ``loader.load`` in this process)."""
     if max_files is not None and max_files < 0:
         raise ValueError(f"max_files must be >= 0, got {max_files}")
-    loader = _Loader(max_files, frozenset(e.lower() for e in extensions), limits or LoaderLimits(), run or _run)
+    walker = _InputWalker(max_files, frozenset(e.lower() for e in extensions), limits or LoaderLimits(), run or _run)
     for n, item in enumerate(inputs, start=1):
         if isinstance(item, Document):
-            loader.add_text(item.content, item.file_path or f"<document #{n}>", document=item)
+            walker.add_text(item.content, item.file_path or f"<document #{n}>", document=item)
         elif isinstance(item, os.PathLike):
-            loader.add_path(Path(item))
+            walker.add_path(Path(item))
         elif isinstance(item, str):
-            loader.add_raw_text(item, f"<text #{n}>")
+            walker.add_raw_text(item, f"<text #{n}>")
         else:
-            loader.item(f"<input #{n}>", "failed", f"not a text, path or Document: {type(item).__name__}")
-    return loader.report
+            walker.item(f"<input #{n}>", "failed", f"not a text, path or Document: {type(item).__name__}")
+    return walker.report
 
 
 # --- reading and decoding --------------------------------------------------------
@@ -174,7 +174,11 @@ def _run(loader: Loader, data: bytes, name: str) -> Loaded:
     return loader.load(data, name)
 
 
-class _Loader:
+class _InputWalker:
+    """Walks the inputs (texts, files, folders) into documents and report items.
+    It reads no file type itself: text goes to ``ragkit.loaders.text``, other
+    types to the loader that claims them (``ragkit.loaders``)."""
+
     def __init__(self, max_files: int | None, extensions: frozenset[str], limits: LoaderLimits, run: RunLoader) -> None:
         self.limits, self.run = limits, run
         self.report = LoadReport()
