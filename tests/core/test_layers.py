@@ -21,7 +21,6 @@ importing across; wiring (settings -> adapters -> stores) belongs at the top.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import os
 import subprocess
@@ -140,20 +139,24 @@ def test_relative_imports_resolve_from_a_package_and_from_a_module():
 
 # -- what importing a module loads, transitively --------------------------------------------------
 
-TOP = ("ragkit.pipeline", "ragkit.query", "ragkit.server", "ragkit.cli", "ragkit.rag", "ragkit.backends")
+WIRING = ("ragkit.server", "ragkit.cli", "ragkit.rag", "ragkit.backends", "ragkit.builtin", "ragkit.testing")
+"""The top of the house: entry points, the wiring of settings to adapters, the built-ins' registration, the test kit."""
+SIDES = ("ragkit.pipeline", "ragkit.query")
 LOWER = (
     "ragkit.core", "ragkit.protocols", "ragkit.plugins", "ragkit.storage", "ragkit.offline", "ragkit.models",
-    "ragkit.loaders", "ragkit.schema", "ragkit.settings", "ragkit.errors", "ragkit.ids", "ragkit.redact",
+    "ragkit.loaders", "ragkit.sections", "ragkit.schema", "ragkit.errors", "ragkit.ids", "ragkit.redact",
     "ragkit.access", "ragkit.tokenizer", "ragkit._loop_thread",
 )
 LOADS_NONE_OF = {
-    "ragkit.query": ("ragkit.pipeline", "ragkit.server", "ragkit.cli"),
-    "ragkit.pipeline": ("ragkit.query", "ragkit.server", "ragkit.cli"),
-    **dict.fromkeys(LOWER, TOP),
+    "ragkit.query": ("ragkit.pipeline", "ragkit.settings", *WIRING),
+    "ragkit.pipeline": ("ragkit.query", "ragkit.settings", *WIRING),
+    "ragkit.settings": (*SIDES, *WIRING),
+    **dict.fromkeys(LOWER, (*SIDES, "ragkit.settings", *WIRING)),
 }
 """A package (or top-level module) -> what importing any one of its modules
-must not load. ``TOP`` is the wiring and both sides: the layers under them
-hold no part of them, not even through ``settings``."""
+must not load. The two sides load neither each other nor settings (they are
+handed typed configuration: ``ragkit.sections``) nor anything of the top; the
+layers under them (and settings) load neither side nor the top."""
 
 _PROBE = r"""
 import importlib, json, os, subprocess, sys
@@ -210,8 +213,13 @@ def modules_of(package: str) -> list[str]:
     """Every importable module of a package (or the one top-level module), ``__main__`` left out."""
     path = ROOT.parent.joinpath(*package.split("."))
     if not path.is_dir():
-        return [package]
+        return [package] if path.with_suffix(".py").is_file() else []
     return [module_name(p) for p in sorted(path.rglob("*.py")) if p.name != "__main__.py"]
+
+
+def _size(module: str) -> int:
+    path = ROOT.parent.joinpath(*module.split("."))
+    return (path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).stat().st_size
 
 
 def loaded_by(rules: dict[str, tuple[str, ...]]) -> dict[str, list[str] | dict[str, str]]:
@@ -220,8 +228,7 @@ def loaded_by(rules: dict[str, tuple[str, ...]]) -> dict[str, list[str] | dict[s
     ``{"within": M}`` where importing ``M`` loaded it and broke none of its
     ``rules`` (module -> packages it must not load), which proves it as well:
     the largest modules go first, so most modules cost no import of their own."""
-    size = {name: len(importlib.util.find_spec(name).loader.get_source(name) or "") for name in rules}
-    todo = [[name, list(rules[name])] for name in sorted(rules, key=lambda n: (-size[n], n))]
+    todo = [[name, list(rules[name])] for name in sorted(rules, key=lambda n: (-_size(n), n))]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # no BLAS threads across fork
     result = subprocess.run(
         [sys.executable, "-c", _PROBE, json.dumps(todo)], capture_output=True, text=True, check=True, timeout=600, env=env
