@@ -26,6 +26,13 @@ such, anything else as a string.
 Options named like credentials (``api_key``, ``password``, ``auth_token``) are
 held as ``SecretStr``: no repr, dump or log shows them.
 
+Each plain section's model lives under settings and under its reader, so that
+loading settings loads no reader: ``[index]`` and ``[server]`` in
+``ragkit.sections``, ``[lock]`` in ``ragkit.core.lock``, ``[loaders]`` in
+``ragkit.loaders.limits``. Settings are read at the top (``rag.py``,
+``backends.py``, the CLI, the server); the pipeline and the query side are
+handed the typed sections (``tests/core/test_layers.py``).
+
 Why not pydantic-settings: its ``EnvSettingsSource`` was tried (issue 14). It
 reads ``RAGKIT_*`` into a nested dict but needs a subclass for a backend's
 variables (name and options, not fields) and JSON option values, while the
