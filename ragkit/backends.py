@@ -9,6 +9,7 @@ from typing import Any
 from ragkit.core.stores import Stores
 from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.plugins import Registry, create_model, create_store, get_registry
+from ragkit.protocols import KVStore, VectorStore
 from ragkit.protocols.base import StoreConfig
 from ragkit.settings import SECTIONS, Settings
 
@@ -48,10 +49,10 @@ def build_stores(
     ``vector.embedder_label``, which the vector stores record and name when
     another's vectors meet them."""
 
-    def kv(ns: str) -> Any:
+    def kv(ns: str) -> KVStore:
         return build_store(settings, "kv", ns, registry=registry)
 
-    def vec(ns: str) -> Any:
+    def vec(ns: str) -> VectorStore:
         return build_store(settings, "vector", ns, dimension, registry=registry, embedder=embedder)
 
     stores = Stores(

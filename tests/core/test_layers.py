@@ -266,10 +266,17 @@ def test_importing_a_module_loads_no_higher_layer(package, loaded):
 
 
 def test_the_probe_sees_a_transitive_import():
-    """The checker itself: ``ragkit.rag`` reaches both sides only through other modules."""
-    modules = loaded_by({"ragkit.rag": ()})["ragkit.rag"]
+    """The checker itself: ``ragkit.rag`` reaches both sides only through other
+    modules; a module is taken as proven by a larger one's import only where
+    that import broke none of its rules."""
+    found = loaded_by({"ragkit.rag": (), "ragkit.ids": ("ragkit.query",), "ragkit.errors": ()})
+    modules = found["ragkit.rag"]
     assert "ragkit.pipeline.index" in modules and "ragkit.query.engine" in modules
     assert "ragkit.cli.main" not in modules
+    # Loaded by rag.py and free of its own (empty) rule: proven by rag's import.
+    assert found["ragkit.errors"] == {"within": "ragkit.rag"}
+    # Loaded by rag.py too, but rag's modules break its rule: imported alone, and clean.
+    assert isinstance(found["ragkit.ids"], list) and not any(within(m, "ragkit.query") for m in found["ragkit.ids"])
 
 
 # -- what the index side writes ----------------------------------------------------------------
