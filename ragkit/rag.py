@@ -47,7 +47,7 @@ from pydantic import ValidationError
 
 from ragkit.access import AccessList, Principal
 from ragkit._loop_thread import LoopThread, await_on, call_on, iterate_on, relay_from, running_loop
-from ragkit.backends import build_model
+from ragkit.backends import build_model, build_stores
 from ragkit.core.llm_cache import CachedLLM, counting
 from ragkit.core.stores import Stores
 from ragkit.protocols.vector import embedder_label
@@ -171,8 +171,7 @@ class RAG:
         self._llm = llm
         self.index_config = index or self.settings.index
         self.progress = progress
-        self.stores = Stores.from_settings(self.settings, self.embedder.dimension,
-                                           embedder=embedder_label(self.embedder))
+        self.stores = build_stores(self.settings, self.embedder.dimension, embedder=embedder_label(self.embedder))
         self._cached_llm: CachedLLM | None = None
         self._loops = _Loops()
         self._opening: asyncio.Future[None] | None = None

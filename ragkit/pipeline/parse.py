@@ -3,7 +3,7 @@
 ``parse_extraction`` never raises on a ``str``. What it cannot use it drops and
 counts (``dropped``), saying why in ``warnings`` (at most ``MAX_WARNINGS`` lines).
 
-Accepted besides the asked format (``ragkit.pipeline.prompts``):
+Accepted besides the asked format (``ragkit.core.prompts``):
 
 - prose before, between or after the rows (lines without a field delimiter),
   code fences, a missing ``<|COMPLETE|>``, blank lines, ``\\r\\n`` line ends;

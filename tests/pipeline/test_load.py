@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from ragkit.pipeline import load as load_mod
-from ragkit.pipeline.load import TEXT_EXTENSIONS, LoadReport, load_documents
+from ragkit.loaders.text import TEXT_EXTENSIONS
+from ragkit.pipeline.load import LoadReport, load_documents
 from ragkit.schema import Document
 
 needs_unprivileged = pytest.mark.skipif(

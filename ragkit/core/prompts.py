@@ -1,4 +1,11 @@
-"""The entity and relation extraction prompt (LightRAG's row format).
+"""The prompts ragkit sends a model, and what reads them back: the entity and
+relation extraction prompt (the pipeline's extract stage), the summary prompt
+(its merge stage) and the keywords prompt (the query side's keywords stage).
+They live here, under both sides, because more than their stage reads them:
+the offline LLM tells each request apart by them (``ragkit.offline.llm``), and
+replay models find a chunk's text in them (``ragkit.testing.replay``).
+
+The extraction prompt (LightRAG's row format).
 
 The model answers one row per line and ends with ``<|COMPLETE|>``::
 
@@ -172,3 +179,59 @@ def render_rows(entities: Iterable[Entity], relations: Iterable[Relation]) -> st
         for r in relations
     ]
     return "\n".join([*rows, COMPLETE_MARKER])
+
+
+# --- summaries (pipeline/merge.py) -------------------------------------------------------
+
+SUMMARY_SYSTEM = (
+    "You maintain a knowledge graph. You condense statements about one subject "
+    "without losing facts and without inventing any."
+)
+SUMMARY_PROMPT = """Write one description of "{subject}" in {language} that keeps every distinct fact below.
+Rules:
+- Keep facts about different projects, people or organisations as separate sentences; never merge two subjects' facts into one claim.
+- Keep names, numbers and dates exactly as written.
+- Use only the statements below.
+
+Statements:
+{statements}
+
+Description:"""
+
+
+def build_summary_request(
+    subject: str, lines: Sequence[str], *, language: str, max_tokens: int
+) -> ChatRequest:
+    statements = "\n".join(f"- {line}" for line in lines)
+    return ChatRequest(
+        prompt=SUMMARY_PROMPT.format(subject=subject, language=language, statements=statements),
+        system=SUMMARY_SYSTEM,
+        max_tokens=max_tokens,
+        temperature=0,
+        role="summary",
+    )
+
+
+# --- keywords (query/keywords.py) ---------------------------------------------------------
+
+KEYWORDS_SYSTEM = "You extract search keywords from questions for a knowledge-graph search engine."
+KEYWORDS_PROMPT = """Give the keywords of the question below as a JSON object with two lists:
+- "high_level_keywords": the overarching themes or concepts of the question;
+- "low_level_keywords": specific named things: people, organisations, places, products, terms.
+Use the question's own words where possible, in {language}. Output only the JSON object.
+
+Example:
+Question: How did the delay at Yingchuan affect Project Haijia?
+{{"high_level_keywords": ["supplier delay", "project schedule impact"], "low_level_keywords": ["Yingchuan", "Project Haijia"]}}
+
+Question: {question}"""
+
+
+def build_keywords_request(question: str, language: str = "English") -> ChatRequest:
+    return ChatRequest(
+        prompt=KEYWORDS_PROMPT.format(question=question, language=language),
+        system=KEYWORDS_SYSTEM,
+        json_mode=True,
+        temperature=0,
+        role="keywords",
+    )

@@ -1,6 +1,8 @@
 """The ``[server]`` section of the settings (``RAGKIT_SERVER__PORT=9700``...).
 
-Plain pydantic, no web dependency: ``ragkit.settings`` imports it.
+Plain pydantic, no web dependency: ``ragkit.settings`` imports it, and the
+server (``ragkit.server.perimeter``, ``uploads``, ``app``) and ``ragkit keys``
+read it, so loading settings loads no part of the server.
 """
 
 from __future__ import annotations
