@@ -6,7 +6,7 @@ Keep each feature's part in its own clearly marked block.
 from __future__ import annotations
 
 
-# --- contract suite (issue #3): adapter selection for tests/contract --------------------
+# --- contract suite: adapter selection for tests/contract --------------------
 # Only the option lives here, because pytest reads options only from conftests
 # loaded at startup; everything else is in tests/contract/conftest.py.
 def pytest_addoption(parser):

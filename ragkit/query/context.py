@@ -211,7 +211,7 @@ class _Builder:
         section's estimate (0 if empty). A row too long for what is left is
         passed over, not the end of the section, and the first one passed
         over is shown cut to what is left at the end (``_cut``): one long
-        merged description (a hub's) must not leave the budget unused (issue 17)."""
+        merged description (a hub's) must not leave the budget unused."""
         kept, used, passed = [], self._fixed(header, fenced=True), None
         for item in items:
             cost = self.estimate(item)

@@ -1,4 +1,5 @@
-"""The file-level causes of issue 15's data loss, one store at a time.
+"""The file-level causes of lost data when two processes share a folder, one
+store at a time.
 
 Two store objects on one folder stand for two processes (nothing is shared
 between them but the files):

@@ -273,7 +273,7 @@ async def test_a_dropped_collection_is_looked_up_again(make_store, mode):
 async def test_another_dimension_opens_and_its_vectors_name_the_embedder(make_store, mode):
     """A store over a collection of another dimension opens (ids are counted);
     reading or writing vectors fails with both dimensions, the collection, the
-    embedder recorded in it and the fix (issue 32)."""
+    embedder recorded in it and the fix, so the user knows which index to rebuild."""
     first = await make_store(mode, dimension=16, open=False)
     first.config = first.config.model_copy(update={"embedder": "big (big-16)"})
     await first.open()
