@@ -35,15 +35,27 @@ identity), ``retry`` (``RetryPolicy`` and the call runner ``ModelCalls``),
 """
 
 from ragkit.models.embeddings import check_vectors, embed_in_batches, embedding_dimension
-from ragkit.models.failures import Failure, Service, classify, describe_failure, parse_retry_after, without_credentials
+from ragkit.models.failures import (
+    RETRYABLE,
+    Failure,
+    Reason,
+    Service,
+    classify,
+    describe_cause,
+    describe_failure,
+    parse_retry_after,
+    without_credentials,
+)
 from ragkit.models.options import RemoteOptions, model_identity, secret_value
 from ragkit.models.remote import RemoteModel
 from ragkit.models.retry import ModelCalls, RetryPolicy
 from ragkit.models.usage import UsageLog, UsageRecord
 
 __all__ = [
+    "RETRYABLE",
     "Failure",
     "ModelCalls",
+    "Reason",
     "RemoteModel",
     "RemoteOptions",
     "RetryPolicy",
@@ -52,6 +64,7 @@ __all__ = [
     "UsageRecord",
     "check_vectors",
     "classify",
+    "describe_cause",
     "describe_failure",
     "embed_in_batches",
     "embedding_dimension",
