@@ -1,4 +1,4 @@
-"""Every rule issue 19 added is caught: for each broken adapter of
+"""Every rule a backend is likely to break is caught: for each broken adapter of
 ``ragkit.testing.broken_rules`` (one per rule, named by its ``violates``),
 the matching contract, run exactly as a third party runs it (a subclass
 with its own ``adapter`` fixture, in a pytest subprocess), fails in at least
