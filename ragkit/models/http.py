@@ -365,6 +365,11 @@ class ModelCalls:
     A call holds one of ``max_concurrency`` slots while it is in flight (a
     stream: until it ends or is closed) and gives it back while it waits to
     retry, so a throttled adapter never holds slots asleep.
+
+    The retry loop is written out, not tenacity's or stamina's (a wrapper of
+    tenacity): ``AsyncRetrying`` costs 68 µs a successful call against 17, and
+    its hooks would restate the policy's bounds and ``Retry-After`` ceiling
+    (``benchmarks/findings.md``).
     """
 
     def __init__(
