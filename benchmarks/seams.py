@@ -5,6 +5,8 @@ replace it, in one process so that both see the same load.
     python benchmarks/seams.py sync  [--calls N]        # the sync API's call overhead
     python benchmarks/seams.py ppr   [--docs N]         # the ppr mode: p50 and the PageRank itself
     python benchmarks/seams.py lock  [--rounds N]       # the writer lock's file lock: acquire + release
+    python benchmarks/seams.py retry [--calls N]        # the model-call retry loop, as written and with tenacity
+    python benchmarks/seams.py http  [--calls N]        # the loopback fault server against pytest-httpserver
 
 Each writes ``benchmarks/results/seams_<part>.json`` (``--label`` is added to
 the name, for a before and an after) and prints its figures.
@@ -21,6 +23,13 @@ the name, for a before and an after) and prints its figures.
   on those inputs, the PageRank as written against ``networkx.pagerank`` and a
   scipy sparse power iteration: time per call and the largest score difference.
 - ``lock``: ``FileLease`` acquire + release against ``filelock.FileLock``.
+- ``retry``: ``ModelCalls.run`` per call, when the call succeeds and when it
+  fails twice first (zero waits), as written and rewritten on tenacity's
+  ``AsyncRetrying`` with the same policy; and the error each gives up with.
+- ``http``: requests/s of one JSON route through ``LoopbackServer`` and through
+  pytest-httpserver (threaded), one kept-alive httpx client, in turn and from 8
+  threads. Libraries not installed are reported as such (``--site DIR`` adds a
+  folder to ``sys.path``, e.g. one made with ``pip install --target``).
 """
 
 from __future__ import annotations
@@ -277,17 +286,174 @@ def run_lock(args: argparse.Namespace) -> dict[str, Any]:
     return {"rounds": n, "file_lease_us": _per_call_us(ours_s, n), "filelock_us": _per_call_us(theirs_s, n)}
 
 
+# -- retry ------------------------------------------------------------------------
+
+
+def _tenacity_calls() -> Any:
+    """``ModelCalls`` with ``run`` on tenacity: the same policy, the same errors
+    (but for the too-long ``Retry-After``, which would need one more hook)."""
+    import tenacity
+
+    from ragkit.errors import ModelError
+    from ragkit.models.http import ModelCalls, classify
+
+    class TenacityCalls(ModelCalls):
+        async def run(self, call: Any) -> Any:
+            def wait(state: Any) -> float:
+                failure = classify(state.outcome.exception(), **self._errors)
+                return self.policy.wait(state.attempt_number - 1, failure.retry_after) or 0.0
+
+            def give_up(state: Any) -> bool:
+                exc = state.outcome.exception()
+                failure = classify(exc, **self._errors)
+                if (isinstance(exc, ModelError) or not failure.retryable
+                        or state.attempt_number > self.policy.max_retries
+                        or self.policy.wait(state.attempt_number - 1, failure.retry_after) is None):
+                    return True
+                self.retries += 1
+                return False
+
+            retrying = tenacity.AsyncRetrying(stop=give_up, wait=wait, reraise=True)
+            try:
+                async for attempt in retrying:
+                    with attempt:
+                        async with self._slots:
+                            return await call()
+            except ModelError:
+                raise
+            except Exception as exc:
+                raise self.error(exc, retrying.statistics["attempt_number"]) from exc
+
+    return TenacityCalls
+
+
+def run_retry(args: argparse.Namespace) -> dict[str, Any]:
+    from types import SimpleNamespace
+
+    from ragkit.errors import ModelError
+    from ragkit.models.http import ModelCalls, RetryPolicy, Service
+
+    class Failed(Exception):
+        def __init__(self, status: int) -> None:
+            super().__init__(f"HTTP {status}")
+            self.response = SimpleNamespace(status_code=status, headers={"retry-after": "0"})
+
+    service = Service("Test", "http://127.0.0.1:9/v1", "m", "check the server", timeout=5)
+    policy = RetryPolicy(max_retries=4, initial_delay=0.0, max_delay=0.0)
+    runners: dict[str, Any] = {"as_written": ModelCalls}
+    try:
+        runners["tenacity"] = _tenacity_calls()
+    except ImportError:
+        pass
+    out: dict[str, Any] = {"calls": args.calls, "missing": [] if "tenacity" in runners else ["tenacity"]}
+
+    async def measure(runner: Any) -> dict[str, Any]:
+        state = {"n": 0}
+
+        async def ok() -> int:
+            return 1
+
+        async def flaky() -> int:  # fails twice, then answers
+            state["n"] += 1
+            if state["n"] % 3:
+                raise Failed(503)
+            return 1
+
+        async def down() -> int:
+            raise Failed(502)
+
+        async def timed(call: Any, n: int) -> float:
+            best = float("inf")
+            for _ in range(args.runs):
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    await runner.run(call)
+                best = min(best, time.perf_counter() - t0)
+            return best
+
+        row = {"ok_us": _per_call_us(await timed(ok, args.calls), args.calls),
+               "two_retries_us": _per_call_us(await timed(flaky, args.calls // 10), args.calls // 10)}
+        try:
+            await runner.run(down)
+        except ModelError as exc:
+            row["gives_up_with"] = str(exc)
+        return row
+
+    for name, cls in runners.items():
+        out[name] = asyncio.run(measure(cls(policy, service, max_concurrency=8)))
+    return out
+
+
+# -- http -------------------------------------------------------------------------
+
+
+def run_http(args: argparse.Namespace) -> dict[str, Any]:
+    import concurrent.futures
+
+    import httpx
+
+    from ragkit.testing.http_server import LoopbackServer, Reply
+
+    class Echo(LoopbackServer):
+        def routes(self) -> Any:
+            return {("POST", "/chat"): lambda r: Reply(json={"echo": r.body})}
+
+    def rates(url: str) -> dict[str, int]:
+        n = args.calls // 4
+        with httpx.Client() as client:
+            for _ in range(10):
+                client.post(url, json={"x": 1})
+            t0 = time.perf_counter()
+            for _ in range(n):
+                client.post(url, json={"x": 1}).raise_for_status()
+            sequential = n / (time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda _: client.post(url, json={"x": 1}).raise_for_status(), range(n)))
+            threads = n / (time.perf_counter() - t0)
+        return {"sequential_rps": round(sequential), "threads8_rps": round(threads)}
+
+    out: dict[str, Any] = {"requests": args.calls // 4, "loopback_server": [], "missing": []}
+    try:
+        import logging
+
+        from pytest_httpserver import HTTPServer
+        from werkzeug import Response
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+        out["pytest_httpserver"] = []
+    except ImportError:
+        out["missing"].append("pytest-httpserver")
+    for _ in range(args.runs):
+        with Echo() as server:
+            out["loopback_server"].append(rates(server.url + "/chat"))
+        if "pytest_httpserver" in out:
+            other = HTTPServer(threaded=True)
+            other.expect_request("/chat", method="POST").respond_with_handler(
+                lambda req: Response(json.dumps({"echo": req.get_json()}), content_type="application/json"))
+            other.start()
+            try:
+                out["pytest_httpserver"].append(rates(other.url_for("/chat")))
+            finally:
+                other.clear()
+                other.stop()
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("part", choices=["sync", "ppr", "lock"])
+    p.add_argument("part", choices=["sync", "ppr", "lock", "retry", "http"])
     p.add_argument("--calls", type=int, default=2000, help="sync: calls per run")
     p.add_argument("--runs", type=int, default=5, help="timings per figure (the least is kept)")
     p.add_argument("--docs", type=int, default=0, help="ppr: passages indexed (0: all)")
     p.add_argument("--rounds", type=int, default=3, help="ppr: query rounds (least per question); lock: rounds")
     p.add_argument("--label", default="", help="added to the output name (before, after)")
+    p.add_argument("--site", help="a folder added to sys.path (libraries installed with pip --target)")
     args = p.parse_args()
+    if args.site:
+        sys.path.append(args.site)
     started = time.time()
-    report = {"sync": run_sync, "ppr": run_ppr, "lock": run_lock}[args.part](args)
+    report = {"sync": run_sync, "ppr": run_ppr, "lock": run_lock, "retry": run_retry, "http": run_http}[args.part](args)
     import os
 
     report = {"part": args.part, "label": args.label, "argv": sys.argv, "python": sys.version.split()[0],
