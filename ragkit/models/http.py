@@ -367,9 +367,9 @@ class ModelCalls:
     retry, so a throttled adapter never holds slots asleep.
 
     The retry loop is written out, not tenacity's or stamina's (a wrapper of
-    tenacity): ``AsyncRetrying`` costs 68 µs a successful call against 17, and
-    its hooks would restate the policy's bounds and ``Retry-After`` ceiling
-    (``benchmarks/findings.md``).
+    tenacity): ``AsyncRetrying`` takes four times as long a call, and its hooks
+    would restate the policy's bounds and ``Retry-After`` ceiling, so the code
+    would not be smaller (``benchmarks/findings.md``).
     """
 
     def __init__(

@@ -17,8 +17,8 @@ answers come from the deterministic helpers below, so a test can predict them.
 Threads, not asyncio: the server outlives any one test's event loop.
 Not pytest-httpserver: its server (werkzeug's) closes every connection, where
 real services keep them alive; it records no server-side times or calls in
-flight, so the faults and the recording here would stay; and it is slower
-(150-210 against 240-330 sequential requests/s, ``benchmarks/findings.md``).
+flight, so the faults and the recording here would stay; and it is no faster
+(``benchmarks/findings.md``).
 """
 
 from __future__ import annotations
