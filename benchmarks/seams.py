@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -454,8 +455,6 @@ def main() -> int:
         sys.path.append(args.site)
     started = time.time()
     report = {"sync": run_sync, "ppr": run_ppr, "lock": run_lock, "retry": run_retry, "http": run_http}[args.part](args)
-    import os
-
     report = {"part": args.part, "label": args.label, "argv": sys.argv, "python": sys.version.split()[0],
               "load_average": os.getloadavg(), "seconds": round(time.time() - started, 1), **report}
     out = RESULTS / f"seams_{args.part}{'_' + args.label if args.label else ''}.json"
