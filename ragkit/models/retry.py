@@ -57,6 +57,11 @@ class ModelCalls:
     A call holds one of ``max_concurrency`` slots while it is in flight (a
     stream: until it ends or is closed) and gives it back while it waits to
     retry, so a throttled adapter never holds slots asleep.
+
+    The retry loop is written out, not tenacity's or stamina's (a wrapper of
+    tenacity): ``AsyncRetrying`` takes four times as long a call, and its hooks
+    would restate the policy's bounds and ``Retry-After`` ceiling, so the code
+    would not be smaller (``benchmarks/findings.md``).
     """
 
     def __init__(
