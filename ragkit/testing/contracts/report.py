@@ -1,5 +1,7 @@
-"""``python -m ragkit.testing.contracts``: how many tests each contract holds and
-the differential state machines' budget. Needs no adapter: it counts the test
+"""The contract kit's report, ``python -m ragkit.testing.contracts`` (``make
+contract-counts``): how many tests each contract holds, the protocol rules and
+the tests checking each, the broken adapters the self-test runs, and the
+differential state machines' budget. Needs no adapter: it counts the test
 methods defined on the contract classes.
 
     --json     machine-readable output
@@ -14,12 +16,13 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import sys
 from typing import Any
 
-from ragkit.testing.contracts import CONTRACTS, contract_test_names, machine_budget
-from ragkit.testing.contracts._base import required_capability
-from ragkit.testing.contracts.rules import rule_listing
+from ragkit.testing.contracts import CONTRACTS, CrossProtocolContract, LeaseContract
+from ragkit.testing.contracts.base.broken import defect_doubles, rule_breakers
+from ragkit.testing.contracts.base.checks import protocol_rules
+from ragkit.testing.contracts.base.contract import contract_test_names, required_capability
+from ragkit.testing.contracts.base.machine import machine_budget
 
 MACHINE_TEST = "test_differential_state_machine"
 
@@ -32,6 +35,30 @@ def _cases(fn: Any) -> int:
             values = mark.args[1] if len(mark.args) > 1 else mark.kwargs.get("argvalues", [])
             n *= max(len(list(values)), 1)
     return n
+
+
+def _rule_tests(cls: type) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for name in contract_test_names(cls):
+        fn = inspect.getattr_static(cls, name)
+        for rule in getattr(fn, "ragkit_rules", ()):
+            out.setdefault(rule, []).append(f"{cls.__name__}.{name}")
+    return out
+
+
+def rule_listing() -> dict[str, Any]:
+    """``{"rules": {rule: [Contract.test, ...]}, "untested": [...], "unknown": {rule: [tests]}}``."""
+    stated = protocol_rules()
+    tests: dict[str, list[str]] = {}
+    for cls in [*CONTRACTS.values(), CrossProtocolContract, LeaseContract]:
+        for rule, names in _rule_tests(cls).items():
+            tests.setdefault(rule, []).extend(names)
+    return {
+        "rules": {rule: sorted(tests.get(rule, [])) for rule in sorted(stated)},
+        "stated_in": dict(sorted(stated.items())),
+        "untested": sorted(r for r in stated if not tests.get(r)),
+        "unknown": {r: sorted(t) for r, t in sorted(tests.items()) if r not in stated},
+    }
 
 
 def summary() -> dict[str, Any]:
@@ -77,13 +104,9 @@ def summary() -> dict[str, Any]:
 
 
 def _broken_count() -> int:
-    """Deliberately broken adapters the self-test runs the suite against
-    (``ragkit.testing.broken`` and ``ragkit.testing.broken_rules``), one defect each."""
-    from ragkit.testing import broken, broken_rules
-
-    return sum(len(classes) for classes in broken.BROKEN_ADAPTERS.values()) + len(
-        set(broken_rules.rule_breakers())
-    )
+    """Deliberately broken adapters the self-test runs the suite against (each
+    kind's ``broken`` module: ``defect`` and ``violates`` doubles), one defect each."""
+    return sum(len(classes) for classes in defect_doubles().values()) + len(set(rule_breakers()))
 
 
 def print_rules(as_json: bool) -> int:
@@ -148,7 +171,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  at most   {sm['max_steps_per_run']:>5}   steps per run")
     print(f"  seed      {seed}")
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
