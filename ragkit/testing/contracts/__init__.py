@@ -15,6 +15,16 @@ Using it for an adapter takes one class and one fixture::
                 yield store          # fresh, empty and open
                 await store.drop()   # nothing may outlive the test
 
+The kit is filed by kind: everything an adapter of one kind must do is in
+one package, ``ragkit.testing.contracts.<kind>`` (``kv``, ``vector``,
+``graph``, ``doc_status``, ``llm``, ``embedder``, ``reranker``, ``lease``):
+its contract class (``contract.py``, one mixin per operation), the rules
+backends break most (``edge_cases.py``), its differential state machine
+(``machine.py``, store kinds) and the deliberately broken adapters the
+self-test runs it against (``broken.py``). ``cross`` holds the rules across
+kinds, ``base`` the shared machinery, ``report`` the counts below. Import the
+classes from this package; the module paths inside it may move.
+
 Rules the classes enforce:
 
 - ``adapter`` yields a fresh, empty, opened instance (a model instance for the

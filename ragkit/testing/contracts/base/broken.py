@@ -12,7 +12,11 @@ adapter implements:
   attribute names, the way a real backend tends to (a case-folding
   collation, an OFFSET scan, ``>`` pushed down for ``min_score``, a lease
   renewed without comparing its owner...); a contract test naming that rule
-  with ``@checks`` must fail (``tests/testing/test_rules_catch_broken.py``).
+  with ``@checks`` must fail (``tests/testing/test_rules_catch_broken.py``);
+  keyed by the contract that must catch them (the embedder's module also
+  holds ``CrossProtocolContract``'s);
+- ``REFERENCES``: contract -> the unbroken adapter its breakers derive from,
+  the control that must pass the same contract.
 
 A contract that passes against one of them does not check what the protocol
 docstring promises. None is registered as a plugin, and none ever should be.

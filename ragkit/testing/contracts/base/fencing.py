@@ -43,7 +43,7 @@ def _rows(store: Any, n: int, seed: int) -> np.ndarray:
 
 
 def _status(id: str) -> Any:
-    from ragkit.testing.contracts.doc_status import record
+    from ragkit.testing.contracts.doc_status.records import record
 
     return record(id, DocStatus.PENDING)
 

@@ -197,6 +197,10 @@ class KeyedMachine(StoreMachine):
 
     model: dict[str, Any]
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = {}
+
     def size(self) -> int:
         return len(self.model)
 

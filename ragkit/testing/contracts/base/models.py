@@ -141,12 +141,12 @@ async def check_model_id_identifies_outputs(
             await _close(variant)
 
 
-def _arrays_same(a: Any, b: Any) -> bool:
+def arrays_same(a: Any, b: Any) -> bool:
     a, b = np.asarray(a), np.asarray(b)
     return a.shape == b.shape and bool(np.allclose(a, b, atol=1e-4, rtol=0))
 
 
-def _same_instance_options(adapter):
+def same_instance_options(adapter):
     """A second instance built the way the core builds models, when possible."""
     options = getattr(adapter, "options", None)
     if options is None:
@@ -157,11 +157,11 @@ def _same_instance_options(adapter):
         return None
 
 
-def _check_model_id(adapter) -> None:
+def check_model_id(adapter) -> None:
     model_id = adapter.model_id
     assert isinstance(model_id, str) and model_id.strip(), f"model_id must be a non-empty str, got {model_id!r}"
     assert adapter.model_id == model_id, "model_id changed between two reads"
-    twin = _same_instance_options(adapter)
+    twin = same_instance_options(adapter)
     if twin is not None:
         assert twin.model_id == model_id, (
             f"a second instance with the same options has model_id {twin.model_id!r} != {model_id!r}: "
@@ -169,6 +169,6 @@ def _check_model_id(adapter) -> None:
         )
 
 
-def _check_capabilities(adapter) -> None:
+def check_capabilities(adapter) -> None:
     caps = declared(adapter)
     assert all(isinstance(c, Capability) for c in caps), f"capabilities must be Capability members: {caps}"

@@ -20,7 +20,7 @@ from ragkit.testing.contracts.base.fencing import FencingTests
 from ragkit.testing.contracts.doc_status.changes import DocStatusChangesTests, DocStatusGenerationTests
 from ragkit.testing.contracts.doc_status.edge_cases import DocStatusEdgeCaseTests
 from ragkit.testing.contracts.doc_status.machine import DocStatusStateMachineTests
-from ragkit.testing.contracts.doc_status.records import _check, _counts, _diff, _walk, record
+from ragkit.testing.contracts.doc_status.records import assert_get, status_counts, record_diff, walk_pages, record
 
 
 class DocStatusReadWriteTests:
@@ -33,7 +33,7 @@ class DocStatusReadWriteTests:
         """
         recs = {i: record(i, content_hash=f"h-{i}") for i in ("a", "b", "c")}
         await adapter.upsert(recs.values())
-        await _check(adapter, recs, ["c", "x", "a", "c", "b"])
+        await assert_get(adapter, recs, ["c", "x", "a", "c", "b"])
         assert await adapter.get([]) == []
 
     @checks("doc_status.upsert.whole")
@@ -53,7 +53,7 @@ class DocStatusReadWriteTests:
         )
         open_doc = record("doc-2", access=AccessList())
         await adapter.upsert([rec, open_doc, record("doc-3")])
-        await _check(adapter, {"doc-1": rec, "doc-2": open_doc}, ["doc-1", "doc-2"])
+        await assert_get(adapter, {"doc-1": rec, "doc-2": open_doc}, ["doc-1", "doc-2"])
         (no_list,) = await adapter.get(["doc-3"])
         assert no_list is not None and no_list.access is None
 
@@ -86,7 +86,7 @@ class DocStatusReadWriteTests:
         await adapter.upsert([record("a", DocStatus.FAILED, error="e", chunk_ids=["1", "2"], metadata={"x": 1})])
         new = record("a", DocStatus.PENDING, chunk_ids=["3"])
         await adapter.upsert([new])
-        await _check(adapter, {"a": new}, ["a"])
+        await assert_get(adapter, {"a": new}, ["a"])
         assert await adapter.count() == 1
 
     async def test_upsert_is_idempotent_and_keeps_the_input(self, adapter):
@@ -105,7 +105,7 @@ class DocStatusReadWriteTests:
         recs[1].metadata["k"] = "changed"
         (got,) = await adapter.get(["a"])
         got.chunk_ids.append("mutated")
-        await _check(adapter, {r.id: r for r in before}, ["a", "b"])
+        await assert_get(adapter, {r.id: r for r in before}, ["a", "b"])
         assert await adapter.count() == 2
 
     async def test_upsert_of_nothing_is_a_no_op(self, adapter):
@@ -128,7 +128,7 @@ class DocStatusReadWriteTests:
         recs = {i: record(i) for i in ("a", "b", "c")}
         await adapter.upsert(recs.values())
         await adapter.delete(["a", "never", "a"])
-        await _check(adapter, {"b": recs["b"], "c": recs["c"]}, ["a", "b", "c"])
+        await assert_get(adapter, {"b": recs["b"], "c": recs["c"]}, ["a", "b", "c"])
         assert await adapter.count() == 2
 
     async def test_unicode_and_large_records(self, adapter):
@@ -143,8 +143,8 @@ class DocStatusReadWriteTests:
             "big": record("big", chunk_ids=[f"chunk-{i}" for i in range(20_000)], error="e" * (1024 * 1024)),
         }
         await adapter.upsert(recs.values())
-        await _check(adapter, recs, list(recs))
-        assert await _walk(adapter, None, 2) == sorted(recs)
+        await assert_get(adapter, recs, list(recs))
+        assert await walk_pages(adapter, None, 2) == sorted(recs)
 
 
 class DocStatusCountTests:
@@ -172,7 +172,7 @@ class DocStatusCountTests:
         expected: dict[str, DocStatusRecord] = {}
 
         async def check():
-            assert await adapter.counts() == _counts(expected)
+            assert await adapter.counts() == status_counts(expected)
             assert await adapter.count() == len(expected)
 
         await check()
@@ -222,9 +222,9 @@ class DocStatusPagingTests:
         statuses = list(DocStatus)
         recs = {f"doc-{i:02d}": record(f"doc-{i:02d}", statuses[i % len(statuses)]) for i in range(15)}
         await adapter.upsert(recs.values())
-        assert await _walk(adapter, None, limit) == sorted(recs)
+        assert await walk_pages(adapter, None, limit) == sorted(recs)
         for s in DocStatus:
-            assert await _walk(adapter, s, limit) == sorted(i for i, r in recs.items() if r.status == s)
+            assert await walk_pages(adapter, s, limit) == sorted(i for i, r in recs.items() if r.status == s)
 
     @checks("doc_status.list-page.last-page")
     async def test_empty_listing(self, adapter):
@@ -299,13 +299,13 @@ class DocStatusTransitionTests:
                 "status": target, "updated_at": out.updated_at,
                 "error": "why" if target is DocStatus.FAILED else None,
             })
-            assert _diff(expected, out) is None, _diff(expected, out)
+            assert record_diff(expected, out) is None, record_diff(expected, out)
             assert out.updated_at >= rec.updated_at
-            await _check(adapter, {"d": expected}, ["d"])
+            await assert_get(adapter, {"d": expected}, ["d"])
         else:
             with pytest.raises(InvalidTransitionError):
                 await adapter.transition("d", target)
-            await _check(adapter, {"d": rec}, ["d"])
+            await assert_get(adapter, {"d": rec}, ["d"])
 
     @checks("doc_status.transition.lifecycle")
     async def test_transition_of_a_missing_document_is_refused(self, adapter):
@@ -407,9 +407,9 @@ class DocStatusLifecycleTests:
         await adapter.delete(["b"])
         expected = {"a": a, "文档": record("文档")}
         async with reopened(adapter) as again:
-            await _check(again, expected, ["a", "b", "文档"])
-            assert await again.counts() == _counts(expected)
-        await _check(adapter, expected, ["a", "b", "文档"])
+            await assert_get(again, expected, ["a", "b", "文档"])
+            assert await again.counts() == status_counts(expected)
+        await assert_get(adapter, expected, ["a", "b", "文档"])
 
 
 class DocStatusConcurrencyTests:
@@ -436,7 +436,7 @@ class DocStatusConcurrencyTests:
         assert await adapter.counts() == {
             **{s: 0 for s in DocStatus}, DocStatus.PROCESSING: 120, DocStatus.FAILED: 40
         }
-        listed = await _walk(adapter, None, 50)
+        listed = await walk_pages(adapter, None, 50)
         assert listed == sorted(f"t{t:02d}-{i}" for t in range(40) for i in (0, 2, 3, 4))
         errors = [r.error for r in await adapter.get([f"t{t:02d}-0" for t in range(40)])]
         assert errors == [f"t{t}" for t in range(40)]

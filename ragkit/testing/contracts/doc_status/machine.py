@@ -16,7 +16,7 @@ from ragkit.errors import InvalidTransitionError
 from ragkit.protocols.base import Capability
 from ragkit.schema import ALLOWED_TRANSITIONS, DocStatus, DocStatusRecord
 from ragkit.testing.contracts.base.machine import keyed_rules, run_machine
-from ragkit.testing.contracts.doc_status.records import _counts, _diff, _walk
+from ragkit.testing.contracts.doc_status.records import status_counts, record_diff, walk_pages
 
 
 # Confusables too ([store.keys.exact]): case, NFC/NFD, ß/SS.
@@ -57,7 +57,6 @@ class DocStatusMachine(keyed_rules(_IDS, absent="never", delete_max=3)):
 
     def __init__(self) -> None:
         super().__init__()
-        self.model: dict[str, DocStatusRecord] = {}
         self.generation = self.run(self.store.generation())
 
     def wrote(self, changed: bool) -> None:
@@ -72,7 +71,7 @@ class DocStatusMachine(keyed_rules(_IDS, absent="never", delete_max=3)):
         self.generation = now
 
     def check_counts(self) -> None:
-        assert self.run(self.store.counts()) == _counts(self.model)
+        assert self.run(self.store.counts()) == status_counts(self.model)
 
     @initialize(data=st.data(), ids=st.lists(_IDS, min_size=2, max_size=5, unique=True))
     def seed(self, data, ids):
@@ -98,7 +97,7 @@ class DocStatusMachine(keyed_rules(_IDS, absent="never", delete_max=3)):
         expected = current.model_copy(update={
             "status": to, "updated_at": out.updated_at, "error": error if to is DocStatus.FAILED else None,
         })
-        diff = _diff(expected, out)
+        diff = record_diff(expected, out)
         assert diff is None, f"transition({id!r}, {to}): {diff}"
         self.model[id] = out.model_copy(deep=True)
         self.wrote(True)
@@ -113,12 +112,12 @@ class DocStatusMachine(keyed_rules(_IDS, absent="never", delete_max=3)):
         got = self.run(self.store.get(ids))
         assert len(got) == len(ids)
         for i, rec in zip(ids, got):
-            diff = _diff(self.model.get(i), rec)
+            diff = record_diff(self.model.get(i), rec)
             assert diff is None, f"get({i!r}): {diff}"
 
     @rule(status=st.none() | st.sampled_from(list(DocStatus)), limit=st.integers(1, 4))
     def page_through(self, status, limit):
-        ids = self.run(_walk(self.store, status, limit))
+        ids = self.run(walk_pages(self.store, status, limit))
         expected = sorted(i for i, r in self.model.items() if status is None or r.status == status)
         assert ids == expected, f"list_page({status}, limit={limit}) walk: {ids} != {expected}"
 

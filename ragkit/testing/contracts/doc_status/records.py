@@ -20,7 +20,7 @@ def record(id: str, status: DocStatus = DocStatus.PENDING, **kw: Any) -> DocStat
     return DocStatusRecord(id=id, status=status, **kw)
 
 
-def _diff(expected: DocStatusRecord | None, got: Any) -> str | None:
+def record_diff(expected: DocStatusRecord | None, got: Any) -> str | None:
     if expected is None or got is None:
         return None if expected is got else f"expected {expected!r}, got {got!r}"
     if not isinstance(got, DocStatusRecord):
@@ -32,15 +32,15 @@ def _diff(expected: DocStatusRecord | None, got: Any) -> str | None:
     return difference(expected.model_dump(), got.model_dump(), expected.id)
 
 
-async def _check(store: DocStatusStore, expected: dict[str, DocStatusRecord], asked: list[str]) -> None:
+async def assert_get(store: DocStatusStore, expected: dict[str, DocStatusRecord], asked: list[str]) -> None:
     got = await store.get(asked)
     assert len(got) == len(asked), f"get() returned {len(got)} entries for {len(asked)} ids"
     for id_, rec in zip(asked, got):
-        diff = _diff(expected.get(id_), rec)
+        diff = record_diff(expected.get(id_), rec)
         assert diff is None, f"get({id_!r}): {diff}"
 
 
-async def _walk(store: DocStatusStore, status: DocStatus | None, limit: int) -> list[str]:
+async def walk_pages(store: DocStatusStore, status: DocStatus | None, limit: int) -> list[str]:
     """Every id of a full paging walk; checks pages are sorted and end properly."""
     ids: list[str] = []
     cursor = None
@@ -62,7 +62,7 @@ async def _walk(store: DocStatusStore, status: DocStatus | None, limit: int) -> 
     raise AssertionError("list_page never returned next_cursor=None")
 
 
-def _counts(expected: dict[str, DocStatusRecord]) -> dict[DocStatus, int]:
+def status_counts(expected: dict[str, DocStatusRecord]) -> dict[DocStatus, int]:
     out = {s: 0 for s in DocStatus}
     for r in expected.values():
         out[r.status] += 1

@@ -10,7 +10,7 @@ from ragkit.protocols.base import Capability
 from ragkit.protocols.models import Embedder
 from ragkit.testing.contracts.base.checks import checks
 from ragkit.testing.contracts.base.contract import ModelContractBase, contract, needs
-from ragkit.testing.contracts.base.models import _check_capabilities, _check_model_id
+from ragkit.testing.contracts.base.models import check_capabilities, check_model_id
 from ragkit.testing.contracts.embedder.edge_cases import EmbedderEdgeCaseTests
 
 TEXTS = [
@@ -31,9 +31,9 @@ class EmbedderIdentityTests:
 
         Troubleshoot: derive it from provider, model and dimension only.
         """
-        _check_model_id(adapter)
+        check_model_id(adapter)
         await adapter.embed(TEXTS[:1])
-        _check_model_id(adapter)
+        check_model_id(adapter)
 
     @checks("embedder.declares")
     async def test_declares_dimension_batch_size_and_capabilities(self, adapter):
@@ -45,7 +45,7 @@ class EmbedderIdentityTests:
         assert isinstance(adapter, Embedder)
         assert isinstance(adapter.dimension, int) and adapter.dimension >= 1
         assert isinstance(adapter.max_batch_size, int) and adapter.max_batch_size >= 1
-        _check_capabilities(adapter)
+        check_capabilities(adapter)
 
 
 class EmbedderEmbedTests:

@@ -9,7 +9,7 @@ import asyncio
 import numpy as np
 
 from ragkit.testing.contracts.base.checks import checks
-from ragkit.testing.contracts.base.models import BLANKS, _arrays_same, check_model_id_identifies_outputs
+from ragkit.testing.contracts.base.models import BLANKS, arrays_same, check_model_id_identifies_outputs
 
 
 class EmbedderEdgeCaseTests:
@@ -21,7 +21,7 @@ class EmbedderEdgeCaseTests:
         Troubleshoot: put dimension, normalisation, truncation into model_id.
         """
         texts = ["Solar panels convert sunlight into electricity. " * 8, "wind"]
-        await check_model_id_identifies_outputs(adapter, lambda m: m.embed(texts), _arrays_same)
+        await check_model_id_identifies_outputs(adapter, lambda m: m.embed(texts), arrays_same)
 
     @checks("embedder.embed.duplicates")
     async def test_duplicate_texts_in_one_call(self, adapter):

@@ -24,7 +24,7 @@ from ragkit.testing.contracts.base.contract import (
 from ragkit.testing.contracts.base.fencing import FencingTests
 from ragkit.testing.contracts.graph.edge_cases import GraphEdgeCaseTests
 from ragkit.testing.contracts.graph.machine import GraphStateMachineTests
-from ragkit.testing.contracts.graph.query import GraphQueryTests, GraphScanAndCountTests, _degrees, _edges, _nodes
+from ragkit.testing.contracts.graph.query import GraphQueryTests, GraphScanAndCountTests, assert_degrees, all_edges, all_nodes
 
 ODD_IDS = ["中文实体", "🙂 emoji", "q'\"`", "{braces}", "back\\slash", "  spaced  ", "ЖУК", "a:b/c"]
 
@@ -74,9 +74,9 @@ class GraphNodeTests:
         await adapter.upsert_edge("n", "m", props)
         assert difference(props, await adapter.get_node("n")) is None, await adapter.get_node("n")
         assert difference(props, await adapter.get_edge("m", "n")) is None
-        scanned = await _nodes(adapter)
+        scanned = await all_nodes(adapter)
         assert difference(props, scanned["n"]) is None, "nodes() changed property types"
-        assert difference(props, (await _edges(adapter))[("m", "n")]) is None
+        assert difference(props, (await all_edges(adapter))[("m", "n")]) is None
 
     async def test_returned_properties_are_copies_and_input_is_kept(self, adapter):
         """Mutating returned properties (and their lists) does not change the
@@ -114,7 +114,7 @@ class GraphNodeTests:
         await adapter.upsert_edges([(ODD_IDS[i], ODD_IDS[i + 1], {"i": i}) for i in range(len(ODD_IDS) - 1)])
         got = await adapter.get_nodes(ODD_IDS)
         assert got == [{"name": i} for i in ODD_IDS]
-        assert set(await _nodes(adapter)) == set(ODD_IDS)
+        assert set(await all_nodes(adapter)) == set(ODD_IDS)
         assert await adapter.degrees(ODD_IDS) == [1] + [2] * (len(ODD_IDS) - 2) + [1]
         assert await adapter.labels() == sorted(ODD_IDS)
         assert await adapter.get_edge(ODD_IDS[1], ODD_IDS[0]) == {"i": 0}
@@ -198,7 +198,7 @@ class GraphEdgeTests:
         assert await adapter.get_edges([("a", "b"), ("b", "a")]) == [{"w": 2}, {"w": 2}]
         assert await adapter.has_edge("b", "a")
         assert await adapter.nodes_edges(["a", "b"]) == [[("a", "b")], [("a", "b")]]
-        assert await _edges(adapter) == {("a", "b"): {"w": 2}}
+        assert await all_edges(adapter) == {("a", "b"): {"w": 2}}
 
     @checks("graph.batch.order")
     async def test_get_edges_keeps_order_and_none_for_missing(self, adapter):
@@ -246,16 +246,16 @@ class GraphEdgeTests:
         await adapter.upsert_edge("a", "a", {"loop": True})
         await adapter.upsert_edge("a", "b", {})
         assert await adapter.edge_count() == 2
-        await _degrees(adapter, {"a": 2, "b": 1})
+        await assert_degrees(adapter, {"a": 2, "b": 1})
         assert await adapter.node_edges("a") == [("a", "a"), ("a", "b")]
         assert await adapter.get_edge("a", "a") == {"loop": True}
-        assert await _edges(adapter) == {("a", "a"): {"loop": True}, ("a", "b"): {}}
+        assert await all_edges(adapter) == {("a", "a"): {"loop": True}, ("a", "b"): {}}
         await adapter.delete_edge("a", "a")
-        await _degrees(adapter, {"a": 1, "b": 1})
+        await assert_degrees(adapter, {"a": 1, "b": 1})
         await adapter.upsert_edge("b", "b", {})
         await adapter.delete_node("b")
         assert await adapter.edge_count() == 0
-        await _degrees(adapter, {"a": 0, "b": 0})
+        await assert_degrees(adapter, {"a": 0, "b": 0})
 
     @checks("graph.missing-vs-isolated")
     async def test_nodes_edges_tells_missing_from_isolated(self, adapter):
@@ -282,24 +282,24 @@ class GraphDegreeTests:
         Troubleshoot: a degree cache must be updated by *every* mutation (delete
         of a neighbour included); otherwise compute degree from the edges.
         """
-        await _degrees(adapter, {"a": 0})
+        await assert_degrees(adapter, {"a": 0})
         await adapter.upsert_edge("a", "b", {})
-        await _degrees(adapter, {"a": 1, "b": 1, "c": 0})
+        await assert_degrees(adapter, {"a": 1, "b": 1, "c": 0})
         await adapter.upsert_edge("b", "a", {"w": 1})
-        await _degrees(adapter, {"a": 1, "b": 1})
+        await assert_degrees(adapter, {"a": 1, "b": 1})
         await adapter.upsert_edges([("a", "c", {}), ("c", "d", {})])
-        await _degrees(adapter, {"a": 2, "b": 1, "c": 2, "d": 1})
+        await assert_degrees(adapter, {"a": 2, "b": 1, "c": 2, "d": 1})
         await adapter.upsert_node("a", {"props": "do not change degree"})
-        await _degrees(adapter, {"a": 2})
+        await assert_degrees(adapter, {"a": 2})
         assert await adapter.edge_degrees([("a", "c"), ("d", "c")]) == [4, 3]
         await adapter.delete_edge("c", "a")
-        await _degrees(adapter, {"a": 1, "b": 1, "c": 1, "d": 1})
+        await assert_degrees(adapter, {"a": 1, "b": 1, "c": 1, "d": 1})
         await adapter.delete_edge("c", "a")  # already gone
-        await _degrees(adapter, {"a": 1, "c": 1})
+        await assert_degrees(adapter, {"a": 1, "c": 1})
         await adapter.delete_node("b")
-        await _degrees(adapter, {"a": 0, "b": 0, "c": 1, "d": 1})
+        await assert_degrees(adapter, {"a": 0, "b": 0, "c": 1, "d": 1})
         await adapter.drop()
-        await _degrees(adapter, {"a": 0, "c": 0, "d": 0})
+        await assert_degrees(adapter, {"a": 0, "c": 0, "d": 0})
 
 
 class GraphDeleteTests:
@@ -317,7 +317,7 @@ class GraphDeleteTests:
         assert await adapter.get_edges([("hub", "a"), ("b", "hub"), ("a", "b")]) == [None, None, {"keep": 1}]
         assert await adapter.nodes_edges(["a", "b"]) == [[("a", "b")], [("a", "b")]]
         assert (await adapter.node_count(), await adapter.edge_count()) == (2, 1)
-        assert await _edges(adapter) == {("a", "b"): {"keep": 1}}
+        assert await all_edges(adapter) == {("a", "b"): {"keep": 1}}
 
     @checks("graph.undirected")
     async def test_delete_edges_in_either_direction(self, adapter):
@@ -375,7 +375,7 @@ class GraphDropAndIsolationTests:
         await adapter.upsert_edges([("a", "b", {}), ("b", "c", {})])
         await adapter.drop()
         assert (await adapter.node_count(), await adapter.edge_count()) == (0, 0)
-        assert await _nodes(adapter) == {} and await _edges(adapter) == {}
+        assert await all_nodes(adapter) == {} and await all_edges(adapter) == {}
         await adapter.upsert_edge("x", "y", {"after": True})
         assert await adapter.get_edge("y", "x") == {"after": True}
 
@@ -449,11 +449,11 @@ class GraphLifecycleTests:
         expected_nodes = {"中文": {"t": "🙂", "l": [1, 2]}, "b": {}}
         expected_edges = {("b", "中文"): {"w": 0.5}, ("b", "b"): {"loop": True}}
         async with reopened(adapter) as again:
-            assert await _nodes(again) == expected_nodes
-            assert await _edges(again) == expected_edges
+            assert await all_nodes(again) == expected_nodes
+            assert await all_edges(again) == expected_edges
             assert await again.degrees(["b", "中文", "gone"]) == [2, 1, 0]
-        assert await _nodes(adapter) == expected_nodes
-        assert await _edges(adapter) == expected_edges
+        assert await all_nodes(adapter) == expected_nodes
+        assert await all_edges(adapter) == expected_edges
 
 
 class GraphConcurrencyTests:
@@ -479,7 +479,7 @@ class GraphConcurrencyTests:
         assert (await adapter.node_count(), await adapter.edge_count()) == (1 + 200, 160)
         names = [f"t{t}-{i}" for t in range(40) for i in range(5)]
         assert await adapter.get_nodes(names) == [{"done": True}] * 200
-        edges = await _edges(adapter)
+        edges = await all_edges(adapter)
         assert edges == {edge_key("hub", f"t{t}-{i}"): {"t": t, "i": i} for t in range(40) for i in range(1, 5)}
 
 

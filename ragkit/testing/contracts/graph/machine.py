@@ -15,7 +15,7 @@ from ragkit.errors import InvalidValueError
 from ragkit.protocols.graph import edge_key
 from ragkit.testing.contracts.base.contract import difference
 from ragkit.testing.contracts.base.machine import StoreMachine, run_machine
-from ragkit.testing.contracts.graph.query import _edges, _nodes
+from ragkit.testing.contracts.graph.query import all_edges, all_nodes
 
 
 # Confusables too ([store.keys.exact]): case, NFC/NFD, final sigma.
@@ -163,9 +163,9 @@ class GraphMachine(StoreMachine):
 
     @rule()
     def scans(self):
-        nodes = self.run(_nodes(self.store))
+        nodes = self.run(all_nodes(self.store))
         assert difference(self.nodes, nodes) is None, f"nodes(): {difference(self.nodes, nodes)}"
-        edges = self.run(_edges(self.store))
+        edges = self.run(all_edges(self.store))
         assert difference(
             {repr(k): v for k, v in self.edges.items()}, {repr(k): v for k, v in edges.items()}
         ) is None, f"edges() {sorted(edges)} != {sorted(self.edges)}"

@@ -15,7 +15,7 @@ from ragkit.schema import Subgraph
 from ragkit.testing.contracts.base.checks import checks
 
 
-async def _edges(store: GraphStore) -> dict[tuple[str, str], dict[str, Any]]:
+async def all_edges(store: GraphStore) -> dict[tuple[str, str], dict[str, Any]]:
     """Every edge from the ``edges()`` scan, checking each comes once and canonical."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
     async for e in store.edges():
@@ -25,7 +25,7 @@ async def _edges(store: GraphStore) -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
-async def _nodes(store: GraphStore) -> dict[str, dict[str, Any]]:
+async def all_nodes(store: GraphStore) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     async for n in store.nodes():
         assert n.id not in out, f"nodes() yielded node {n.id!r} more than once"
@@ -33,7 +33,7 @@ async def _nodes(store: GraphStore) -> dict[str, dict[str, Any]]:
     return out
 
 
-async def _degrees(store: GraphStore, expected: Mapping[str, int]) -> None:
+async def assert_degrees(store: GraphStore, expected: Mapping[str, int]) -> None:
     names = list(expected)
     got = dict(zip(names, await store.degrees(names)))
     assert got == dict(expected), f"degrees: expected {dict(expected)}, got {got}"
@@ -82,9 +82,9 @@ class GraphScanAndCountTests:
             a, b = names[i], names[(i * 7 + 3) % 300]
             edges[edge_key(a, b)] = {"i": i}
             await adapter.upsert_edge(b, a, {"i": i})  # reversed on purpose
-        nodes = await _nodes(adapter)
+        nodes = await all_nodes(adapter)
         assert nodes == {n: {"i": i} for i, n in enumerate(names)}
-        scanned = await _edges(adapter)
+        scanned = await all_edges(adapter)
         assert scanned == edges
         assert (await adapter.node_count(), await adapter.edge_count()) == (300, len(edges))
 

@@ -5,7 +5,6 @@ count invariant, are ``base.machine``'s)."""
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import pytest
 from hypothesis import strategies as st
@@ -39,10 +38,6 @@ _KEYS = st.sampled_from(_KEY_POOL)
 
 class KVMachine(keyed_rules(_KEYS, absent="never-there", delete_max=4, scan="keys")):
     """Random sequences of KV operations against the adapter and a dict."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.model: dict[str, dict[str, Any]] = {}
 
     @initialize(batch=st.dictionaries(_KEYS, _RECORDS, min_size=2, max_size=5))
     def seed(self, batch):

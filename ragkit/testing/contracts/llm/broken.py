@@ -1,15 +1,6 @@
-"""Deliberately broken LLMs: the llm contract's own test subjects
-(``base.broken`` says how the self-test runs them). Each subclasses the
-reference adapter and adds exactly one defect, named by its ``defect``:
-
-- ``DEFECTS``: the whole contract must fail, in the test aimed at the
-  defect (``tests/testing/test_suite_catches_broken.py``);
-- ``RULE_BREAKERS``: each breaks the one protocol rule its ``violates``
-  names; a contract test naming that rule with ``@checks`` must fail
-  (``tests/testing/test_rules_catch_broken.py``).
-
-None is registered as a plugin, and none ever should be.
-"""
+"""Deliberately broken LLMs, the llm contract's test subjects: each adds
+exactly one defect, named by its ``defect``, to the reference adapter (how
+the self-test runs ``DEFECTS`` and ``RULE_BREAKERS``: ``base.broken``)."""
 
 from __future__ import annotations
 
@@ -115,12 +106,9 @@ class StrippingStreamLLM(EchoLLM):
 
 
 DEFECTS: tuple[type, ...] = ()
-"""``defect`` doubles: the contract must fail against each, in the test aimed at it."""
 
 RULE_BREAKERS: dict[str, tuple[type, ...]] = {
     "LLMContract": (RepeatBlindIdLLM, PassThroughBlindIdLLM, LastRequestLLM, StrippingStreamLLM),
 }
-"""``violates`` doubles by the contract that must catch them."""
 
 REFERENCES: dict[str, type] = {"LLMContract": EchoLLM}
-"""The unbroken adapter each contract's breakers derive from (the control)."""

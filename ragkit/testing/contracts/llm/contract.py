@@ -11,7 +11,7 @@ from ragkit.protocols.base import Capability
 from ragkit.protocols.models import LLM, ChatRequest, Completion, Message
 from ragkit.testing.contracts.base.checks import checks
 from ragkit.testing.contracts.base.contract import ModelContractBase, contract, declared, needs
-from ragkit.testing.contracts.base.models import WHITESPACE_PROMPT, _check_capabilities, _check_model_id
+from ragkit.testing.contracts.base.models import WHITESPACE_PROMPT, check_capabilities, check_model_id
 from ragkit.testing.contracts.llm.edge_cases import LLMEdgeCaseTests
 
 REQUEST = ChatRequest(prompt="Name one renewable energy source in one word.", max_tokens=20, temperature=0)
@@ -26,9 +26,9 @@ class LLMIdentityTests:
         Troubleshoot: build model_id from provider, model name and the options
         that change outputs; never include object ids, times or secrets.
         """
-        _check_model_id(adapter)
+        check_model_id(adapter)
         await adapter.complete(REQUEST)
-        _check_model_id(adapter)
+        check_model_id(adapter)
 
     async def test_declares_capabilities(self, adapter):
         """``capabilities`` is a frozenset of ``Capability`` members (an
@@ -36,7 +36,7 @@ class LLMIdentityTests:
 
         Troubleshoot: ``capabilities = frozenset({Capability.STREAMING})`` on the class.
         """
-        _check_capabilities(adapter)
+        check_capabilities(adapter)
         assert isinstance(adapter, LLM)
 
 

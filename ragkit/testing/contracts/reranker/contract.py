@@ -12,7 +12,7 @@ from ragkit.protocols.base import Capability
 from ragkit.protocols.models import Reranker
 from ragkit.testing.contracts.base.checks import checks
 from ragkit.testing.contracts.base.contract import ModelContractBase, contract, needs
-from ragkit.testing.contracts.base.models import _check_capabilities, _check_model_id
+from ragkit.testing.contracts.base.models import check_capabilities, check_model_id
 from ragkit.testing.contracts.reranker.edge_cases import RerankerEdgeCaseTests
 
 QUERY = "how do solar panels make electricity"
@@ -32,9 +32,9 @@ class RerankerIdentityTests:
 
         Troubleshoot: derive it from provider and model only.
         """
-        _check_model_id(adapter)
+        check_model_id(adapter)
         await adapter.scores(QUERY, DOCS[:1])
-        _check_model_id(adapter)
+        check_model_id(adapter)
 
     async def test_declares_capabilities(self, adapter):
         """``capabilities`` is a set of ``Capability`` members.
@@ -42,7 +42,7 @@ class RerankerIdentityTests:
         Troubleshoot: ``capabilities = frozenset()`` if nothing applies.
         """
         assert isinstance(adapter, Reranker)
-        _check_capabilities(adapter)
+        check_capabilities(adapter)
 
 
 class RerankerScoreTests:

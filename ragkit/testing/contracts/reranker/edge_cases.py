@@ -9,7 +9,7 @@ import asyncio
 import numpy as np
 
 from ragkit.testing.contracts.base.checks import checks
-from ragkit.testing.contracts.base.models import BLANKS, _arrays_same, check_model_id_identifies_outputs
+from ragkit.testing.contracts.base.models import BLANKS, arrays_same, check_model_id_identifies_outputs
 
 QUERY = "how do solar panels make electricity"
 
@@ -23,7 +23,7 @@ class RerankerEdgeCaseTests:
         Troubleshoot: put truncation and any score-changing option into model_id.
         """
         docs = ["Solar panels make electricity from sunlight. " * 20, "A cake recipe."]
-        await check_model_id_identifies_outputs(adapter, lambda m: m.scores(QUERY, docs), _arrays_same)
+        await check_model_id_identifies_outputs(adapter, lambda m: m.scores(QUERY, docs), arrays_same)
 
     @checks("reranker.scores.duplicates", "reranker.scores.independent")
     async def test_duplicate_documents_in_one_call(self, adapter):

@@ -32,7 +32,7 @@ from ragkit.testing.contracts.vector.query import (
     SCORE_TOL,
     VectorFilterTests,
     VectorQueryTests,
-    _assert_records,
+    assert_records,
     check_hits,
     cosines,
     rand,
@@ -54,7 +54,7 @@ class VectorUpsertTests:
         m = rand(3, d)
         metas = [{"s": "x", "i": 1, "f": 0.25, "b": True}, {"b": False, "i": 0}, {}]
         await adapter.upsert(["a", "b", "c"], m, metas)
-        await _assert_records(adapter, dict(zip("abc", zip(m, metas))), ["a", "b", "c"])
+        await assert_records(adapter, dict(zip("abc", zip(m, metas))), ["a", "b", "c"])
 
     @checks("vector.get.order")
     async def test_get_keeps_order_and_none_for_missing(self, adapter):
@@ -68,7 +68,7 @@ class VectorUpsertTests:
         m = rand(3, d, seed=1)
         await adapter.upsert(["a", "b", "c"], m, [{"n": i} for i in range(3)])
         expected = {k: (m[i], {"n": i}) for i, k in enumerate("abc")}
-        await _assert_records(adapter, expected, ["c", "x", "a", "c", "b"])
+        await assert_records(adapter, expected, ["c", "x", "a", "c", "b"])
         assert await adapter.get([]) == []
 
     @checks("vector.upsert.replaces")
@@ -82,7 +82,7 @@ class VectorUpsertTests:
         d = adapter.dimension
         await adapter.upsert(["a", "b"], [unit(d, 1), unit(d, 0, 1)], [{"x": 1, "y": 2}, {"x": 9}])
         await adapter.upsert(["a"], [unit(d, 0, 0, 1)], [{"x": 3}])
-        await _assert_records(
+        await assert_records(
             adapter, {"a": (unit(d, 0, 0, 1), {"x": 3}), "b": (unit(d, 0, 1), {"x": 9})}, ["a", "b"]
         )
         assert await adapter.count() == 2
@@ -128,7 +128,7 @@ class VectorUpsertTests:
         rec.metadata["tag"] = "mutated-read"
         hit = (await adapter.query(m_before[0], 1))[0]
         hit.metadata["tag"] = "mutated-hit"
-        await _assert_records(
+        await assert_records(
             adapter, {"a": (m_before[0], {"tag": "a"}), "b": (m_before[1], {"tag": "b"})}, ["a", "b"]
         )
 
@@ -143,7 +143,7 @@ class VectorUpsertTests:
         m = rand(2, d, seed=4)
         await adapter.upsert(["list"], [m[0].tolist()])
         await adapter.upsert(["f64"], m[1:].astype(np.float64))
-        await _assert_records(adapter, {"list": (m[0], {}), "f64": (m[1], {})}, ["list", "f64"])
+        await assert_records(adapter, {"list": (m[0], {}), "f64": (m[1], {})}, ["list", "f64"])
 
     async def test_upsert_of_nothing_is_a_no_op(self, adapter):
         """``upsert([], empty (0, d) array)`` writes nothing and does not fail.
@@ -209,7 +209,7 @@ class VectorDimensionTests:
         with pytest.raises(DimensionMismatchError):
             await adapter.upsert(["kept", "new"], rand(2, d + delta, seed=8), [{"v": 2}, {"v": 3}])
         assert await adapter.count() == 1
-        await _assert_records(adapter, {"kept": (good[0], {"v": 1})}, ["kept", "new"])
+        await assert_records(adapter, {"kept": (good[0], {"v": 1})}, ["kept", "new"])
 
     @pytest.mark.parametrize("delta", [1, -1])
     @checks("vector.dimension.fixed")
@@ -270,7 +270,7 @@ class VectorDeleteTests:
         left = {i: v for i, v in zip(ids, m) if i not in ("v1", "v3")}
         assert await adapter.count() == 3
         assert sorted(await collect(adapter.ids())) == sorted(left)
-        await _assert_records(adapter, {i: (v, {}) for i, v in left.items()}, ids)
+        await assert_records(adapter, {i: (v, {}) for i, v in left.items()}, ids)
         hits = await adapter.query(m[1], 10)
         assert check_hits(hits, cosines(left, m[1]), 10) is None
 
@@ -297,7 +297,7 @@ class VectorDeleteTests:
         await adapter.upsert(["a"], [unit(d, 1)], [{"v": 1}])
         await adapter.delete(["a"])
         await adapter.upsert(["a"], [unit(d, 0, 1)], [{"v": 2}])
-        await _assert_records(adapter, {"a": (unit(d, 0, 1), {"v": 2})}, ["a"])
+        await assert_records(adapter, {"a": (unit(d, 0, 1), {"v": 2})}, ["a"])
         assert [h.id for h in await adapter.query(unit(d, 0, 1), 5)] == ["a"]
 
 
@@ -372,7 +372,7 @@ class VectorDropAndIsolationTests:
             assert sorted(await collect(ns.ids())) == ["shared", "x"]
             await ws.delete(["shared", "mine"])
             await ns.drop()
-            await _assert_records(
+            await assert_records(
                 adapter, {"shared": (unit(d, 1), {"who": "me"}), "mine": (unit(d, 0, 1), {})}, ["shared", "mine"]
             )
 
@@ -389,7 +389,7 @@ class VectorDropAndIsolationTests:
         metas = [{"text": f"{i} 汉字 🚀"} for i in ids]
         m = rand(len(ids), d, seed=24)
         await adapter.upsert(ids, m, metas)
-        await _assert_records(adapter, {i: (v, md) for i, v, md in zip(ids, m, metas)}, ids)
+        await assert_records(adapter, {i: (v, md) for i, v, md in zip(ids, m, metas)}, ids)
         assert set(await collect(adapter.ids())) == set(ids)
         hits = await adapter.query(m[1], 2)
         assert hits[0].id == "🙂emoji" and hits[0].metadata == metas[1]
@@ -465,10 +465,10 @@ class VectorLifecycleTests:
         await adapter.delete(["c"])
         expected = {"a": (m[0], {"v": 1}), "b": (unit(d, 1), {"v": 20}), "中文": (m[3], {"t": "🙂"})}
         async with reopened(adapter) as again:
-            await _assert_records(again, expected, ["a", "b", "c", "中文"])
+            await assert_records(again, expected, ["a", "b", "c", "中文"])
             assert await again.count() == 3
             assert (await again.query(unit(d, 1), 1))[0].id == "b"
-        await _assert_records(adapter, expected, ["a", "b", "c", "中文"])
+        await assert_records(adapter, expected, ["a", "b", "c", "中文"])
 
 
 class VectorConcurrencyTests:
@@ -500,7 +500,7 @@ class VectorConcurrencyTests:
         }
         assert await adapter.count() == len(expected)
         assert set(await collect(adapter.ids())) == set(expected)
-        await _assert_records(adapter, expected, sorted(expected))
+        await assert_records(adapter, expected, sorted(expected))
 
 
 @contract("vector", VectorStore)

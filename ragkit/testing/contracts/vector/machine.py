@@ -16,7 +16,7 @@ from ragkit.protocols.base import Capability
 from ragkit.protocols.vector import matches_filter
 from ragkit.testing.contracts.base.contract import difference
 from ragkit.testing.contracts.base.machine import keyed_rules, run_machine
-from ragkit.testing.contracts.vector.query import _direction_diff, check_hits, cosines
+from ragkit.testing.contracts.vector.query import direction_diff, check_hits, cosines
 
 
 # Confusables too ([store.keys.exact]): case, NFC/NFD, final sigma.
@@ -73,7 +73,6 @@ class VectorMachine(keyed_rules(_IDS, absent="never", delete_max=3, scan="ids"))
         # A few base directions, used at power-of-two scales so exact ties happen.
         self.bases = rng.integers(-3, 4, size=(4, d)).astype(np.float32)
         self.bases[(self.bases == 0).all(axis=1), 0] = 1.0
-        self.model: dict[str, tuple[np.ndarray, dict[str, Any]]] = {}
 
     def _draw_vector(self, data) -> np.ndarray:
         return data.draw(_vectors(self.bases, self.store.dimension))
@@ -105,7 +104,7 @@ class VectorMachine(keyed_rules(_IDS, absent="never", delete_max=3, scan="ids"))
                 assert rec is None, f"get: {i!r} is not stored but got {rec!r}"
                 continue
             assert rec is not None and rec.id == i, f"get: {i!r} stored but got {rec!r}"
-            diff = _direction_diff(self.model[i][0], rec.vector) or difference(self.model[i][1], rec.metadata)
+            diff = direction_diff(self.model[i][0], rec.vector) or difference(self.model[i][1], rec.metadata)
             assert diff is None, f"get {i!r}: {diff}"
 
     @rule(

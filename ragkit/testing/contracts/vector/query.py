@@ -107,7 +107,7 @@ def check_hits(
     return None
 
 
-def _direction_diff(expected: Any, got: Sequence[float]) -> str | None:
+def direction_diff(expected: Any, got: Sequence[float]) -> str | None:
     e = np.asarray(expected, dtype=np.float64)
     g = np.asarray(got, dtype=np.float64)
     if g.shape != e.shape:
@@ -118,7 +118,7 @@ def _direction_diff(expected: Any, got: Sequence[float]) -> str | None:
     return None
 
 
-async def _assert_records(store: VectorStore, expected: Mapping[str, tuple[Any, dict]], asked: list[str]):
+async def assert_records(store: VectorStore, expected: Mapping[str, tuple[Any, dict]], asked: list[str]):
     got = await store.get(asked)
     assert len(got) == len(asked), f"get() returned {len(got)} entries for {len(asked)} ids"
     for id_, rec in zip(asked, got):
@@ -128,7 +128,7 @@ async def _assert_records(store: VectorStore, expected: Mapping[str, tuple[Any, 
         assert rec is not None, f"get([{id_!r}]) returned None for a stored id"
         assert rec.id == id_, f"get() returned record {rec.id!r} at the position of {id_!r}"
         vec, meta = expected[id_]
-        diff = _direction_diff(vec, rec.vector)
+        diff = direction_diff(vec, rec.vector)
         assert diff is None, f"{id_!r}: {diff}"
         diff = difference(dict(meta), rec.metadata)
         assert diff is None, f"{id_!r} metadata: {diff}"
