@@ -5,57 +5,28 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Mapping
-from typing import Any
 
 import pytest
-from hypothesis import strategies as st
-from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ragkit.errors import InvalidValueError, StoreClosedError
 from ragkit.protocols.base import Capability
 from ragkit.protocols.graph import GraphStore, edge_key
-from ragkit.schema import Subgraph
-from ragkit.testing.contracts._base import (
-    AsyncStoreMachine,
+from ragkit.testing.contracts.base.checks import checks
+from ragkit.testing.contracts.base.contract import (
     StoreContractBase,
     collect,
     contract,
     difference,
     needs,
     reopened,
-    run_machine,
     sibling,
 )
-from ragkit.testing.contracts.edge_cases import GraphEdgeCaseTests
-from ragkit.testing.contracts.fencing import FencingTests
-from ragkit.testing.contracts.rules import checks
+from ragkit.testing.contracts.base.fencing import FencingTests
+from ragkit.testing.contracts.graph.edge_cases import GraphEdgeCaseTests
+from ragkit.testing.contracts.graph.machine import GraphStateMachineTests
+from ragkit.testing.contracts.graph.query import GraphQueryTests, GraphScanAndCountTests, assert_degrees, all_edges, all_nodes
 
 ODD_IDS = ["中文实体", "🙂 emoji", "q'\"`", "{braces}", "back\\slash", "  spaced  ", "ЖУК", "a:b/c"]
-
-
-async def _edges(store: GraphStore) -> dict[tuple[str, str], dict[str, Any]]:
-    """Every edge from the ``edges()`` scan, checking each comes once and canonical."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    async for e in store.edges():
-        assert e.source <= e.target, f"edges() yielded ({e.source!r}, {e.target!r}), not canonical (source <= target)"
-        assert e.key not in out, f"edges() yielded edge {e.key!r} more than once"
-        out[e.key] = dict(e.properties)
-    return out
-
-
-async def _nodes(store: GraphStore) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    async for n in store.nodes():
-        assert n.id not in out, f"nodes() yielded node {n.id!r} more than once"
-        out[n.id] = dict(n.properties)
-    return out
-
-
-async def _degrees(store: GraphStore, expected: Mapping[str, int]) -> None:
-    names = list(expected)
-    got = dict(zip(names, await store.degrees(names)))
-    assert got == dict(expected), f"degrees: expected {dict(expected)}, got {got}"
 
 
 class GraphNodeTests:
@@ -103,9 +74,9 @@ class GraphNodeTests:
         await adapter.upsert_edge("n", "m", props)
         assert difference(props, await adapter.get_node("n")) is None, await adapter.get_node("n")
         assert difference(props, await adapter.get_edge("m", "n")) is None
-        scanned = await _nodes(adapter)
+        scanned = await all_nodes(adapter)
         assert difference(props, scanned["n"]) is None, "nodes() changed property types"
-        assert difference(props, (await _edges(adapter))[("m", "n")]) is None
+        assert difference(props, (await all_edges(adapter))[("m", "n")]) is None
 
     async def test_returned_properties_are_copies_and_input_is_kept(self, adapter):
         """Mutating returned properties (and their lists) does not change the
@@ -143,7 +114,7 @@ class GraphNodeTests:
         await adapter.upsert_edges([(ODD_IDS[i], ODD_IDS[i + 1], {"i": i}) for i in range(len(ODD_IDS) - 1)])
         got = await adapter.get_nodes(ODD_IDS)
         assert got == [{"name": i} for i in ODD_IDS]
-        assert set(await _nodes(adapter)) == set(ODD_IDS)
+        assert set(await all_nodes(adapter)) == set(ODD_IDS)
         assert await adapter.degrees(ODD_IDS) == [1] + [2] * (len(ODD_IDS) - 2) + [1]
         assert await adapter.labels() == sorted(ODD_IDS)
         assert await adapter.get_edge(ODD_IDS[1], ODD_IDS[0]) == {"i": 0}
@@ -227,7 +198,7 @@ class GraphEdgeTests:
         assert await adapter.get_edges([("a", "b"), ("b", "a")]) == [{"w": 2}, {"w": 2}]
         assert await adapter.has_edge("b", "a")
         assert await adapter.nodes_edges(["a", "b"]) == [[("a", "b")], [("a", "b")]]
-        assert await _edges(adapter) == {("a", "b"): {"w": 2}}
+        assert await all_edges(adapter) == {("a", "b"): {"w": 2}}
 
     @checks("graph.batch.order")
     async def test_get_edges_keeps_order_and_none_for_missing(self, adapter):
@@ -275,16 +246,16 @@ class GraphEdgeTests:
         await adapter.upsert_edge("a", "a", {"loop": True})
         await adapter.upsert_edge("a", "b", {})
         assert await adapter.edge_count() == 2
-        await _degrees(adapter, {"a": 2, "b": 1})
+        await assert_degrees(adapter, {"a": 2, "b": 1})
         assert await adapter.node_edges("a") == [("a", "a"), ("a", "b")]
         assert await adapter.get_edge("a", "a") == {"loop": True}
-        assert await _edges(adapter) == {("a", "a"): {"loop": True}, ("a", "b"): {}}
+        assert await all_edges(adapter) == {("a", "a"): {"loop": True}, ("a", "b"): {}}
         await adapter.delete_edge("a", "a")
-        await _degrees(adapter, {"a": 1, "b": 1})
+        await assert_degrees(adapter, {"a": 1, "b": 1})
         await adapter.upsert_edge("b", "b", {})
         await adapter.delete_node("b")
         assert await adapter.edge_count() == 0
-        await _degrees(adapter, {"a": 0, "b": 0})
+        await assert_degrees(adapter, {"a": 0, "b": 0})
 
     @checks("graph.missing-vs-isolated")
     async def test_nodes_edges_tells_missing_from_isolated(self, adapter):
@@ -311,24 +282,24 @@ class GraphDegreeTests:
         Troubleshoot: a degree cache must be updated by *every* mutation (delete
         of a neighbour included); otherwise compute degree from the edges.
         """
-        await _degrees(adapter, {"a": 0})
+        await assert_degrees(adapter, {"a": 0})
         await adapter.upsert_edge("a", "b", {})
-        await _degrees(adapter, {"a": 1, "b": 1, "c": 0})
+        await assert_degrees(adapter, {"a": 1, "b": 1, "c": 0})
         await adapter.upsert_edge("b", "a", {"w": 1})
-        await _degrees(adapter, {"a": 1, "b": 1})
+        await assert_degrees(adapter, {"a": 1, "b": 1})
         await adapter.upsert_edges([("a", "c", {}), ("c", "d", {})])
-        await _degrees(adapter, {"a": 2, "b": 1, "c": 2, "d": 1})
+        await assert_degrees(adapter, {"a": 2, "b": 1, "c": 2, "d": 1})
         await adapter.upsert_node("a", {"props": "do not change degree"})
-        await _degrees(adapter, {"a": 2})
+        await assert_degrees(adapter, {"a": 2})
         assert await adapter.edge_degrees([("a", "c"), ("d", "c")]) == [4, 3]
         await adapter.delete_edge("c", "a")
-        await _degrees(adapter, {"a": 1, "b": 1, "c": 1, "d": 1})
+        await assert_degrees(adapter, {"a": 1, "b": 1, "c": 1, "d": 1})
         await adapter.delete_edge("c", "a")  # already gone
-        await _degrees(adapter, {"a": 1, "c": 1})
+        await assert_degrees(adapter, {"a": 1, "c": 1})
         await adapter.delete_node("b")
-        await _degrees(adapter, {"a": 0, "b": 0, "c": 1, "d": 1})
+        await assert_degrees(adapter, {"a": 0, "b": 0, "c": 1, "d": 1})
         await adapter.drop()
-        await _degrees(adapter, {"a": 0, "c": 0, "d": 0})
+        await assert_degrees(adapter, {"a": 0, "c": 0, "d": 0})
 
 
 class GraphDeleteTests:
@@ -346,7 +317,7 @@ class GraphDeleteTests:
         assert await adapter.get_edges([("hub", "a"), ("b", "hub"), ("a", "b")]) == [None, None, {"keep": 1}]
         assert await adapter.nodes_edges(["a", "b"]) == [[("a", "b")], [("a", "b")]]
         assert (await adapter.node_count(), await adapter.edge_count()) == (2, 1)
-        assert await _edges(adapter) == {("a", "b"): {"keep": 1}}
+        assert await all_edges(adapter) == {("a", "b"): {"keep": 1}}
 
     @checks("graph.undirected")
     async def test_delete_edges_in_either_direction(self, adapter):
@@ -394,144 +365,6 @@ class GraphDeleteTests:
         assert await adapter.degree("b") == 0
 
 
-class GraphScanAndCountTests:
-    @checks("graph.scans.once")
-    async def test_counts_after_every_mutation(self, adapter):
-        """``node_count`` and ``edge_count`` are right after each node and edge
-        upsert, replace, reverse upsert, deletes of present and missing items,
-        node delete with edges, and drop.
-
-        Troubleshoot: count stored nodes/edges, not operations.
-        """
-
-        async def counts():
-            return (await adapter.node_count(), await adapter.edge_count())
-
-        assert await counts() == (0, 0)
-        await adapter.upsert_nodes({"a": {}, "b": {}})
-        assert await counts() == (2, 0)
-        await adapter.upsert_edges([("a", "b", {}), ("b", "c", {})])
-        assert await counts() == (3, 2)
-        await adapter.upsert_edges([("b", "a", {"w": 1}), ("c", "c", {})])
-        assert await counts() == (3, 3)
-        await adapter.delete_edges([("a", "c"), ("c", "c")])
-        assert await counts() == (3, 2)
-        await adapter.delete_nodes(["b", "nope"])
-        assert await counts() == (2, 0)
-        await adapter.drop()
-        assert await counts() == (0, 0)
-
-    @checks("graph.scans.once")
-    async def test_scans_yield_everything_once(self, adapter):
-        """``nodes()`` yields every node once and ``edges()`` every edge once with
-        ``source <= target``, with their properties; both agree with the counts
-        (300 nodes, a dense neighbourhood, self-loops and reverse upserts).
-
-        Troubleshoot: an undirected scan over both directions of adjacency
-        reports each edge twice; emit only the canonical orientation.
-        """
-        names = [f"n{i:03d}" for i in range(300)]
-        await adapter.upsert_nodes({n: {"i": i} for i, n in enumerate(names)})
-        edges = {}
-        for i in range(300):
-            a, b = names[i], names[(i * 7 + 3) % 300]
-            edges[edge_key(a, b)] = {"i": i}
-            await adapter.upsert_edge(b, a, {"i": i})  # reversed on purpose
-        nodes = await _nodes(adapter)
-        assert nodes == {n: {"i": i} for i, n in enumerate(names)}
-        scanned = await _edges(adapter)
-        assert scanned == edges
-        assert (await adapter.node_count(), await adapter.edge_count()) == (300, len(edges))
-
-
-class GraphQueryTests:
-    async def _chain(self, adapter):
-        # root - {a1, a2, a3}; a1 - {b1, b2}; a2 - b3; b1 - c1; a3 - a1 (same level)
-        await adapter.upsert_nodes({"root": {"level": 0}, "isolated": {}})
-        await adapter.upsert_edges(
-            [
-                ("root", "a1", {"w": 1}), ("a2", "root", {"w": 2}), ("root", "a3", {}),
-                ("a1", "b1", {}), ("a1", "b2", {}), ("b3", "a2", {}), ("b1", "c1", {}),
-                ("a3", "a1", {}), ("c1", "c1", {"loop": True}),
-            ]
-        )
-
-    async def test_subgraph_levels_ordering_and_edges(self, adapter):
-        """``subgraph`` takes nodes level by level, within a level by degree
-        descending then id; keeps every edge between kept nodes (sorted keys,
-        with properties); matches ``GraphStore.subgraph``'s reference result.
-
-        Troubleshoot: adapters overriding ``subgraph`` for speed must reproduce
-        the base implementation exactly (ordering, truncation, edges).
-        """
-        await self._chain(adapter)
-        sub = await adapter.subgraph("root", max_depth=2)
-        assert [n.id for n in sub.nodes] == ["root", "a1", "a2", "a3", "b1", "b2", "b3"]
-        assert sub.nodes[0].properties == {"level": 0}
-        assert [e.key for e in sub.edges] == sorted(
-            [("a1", "root"), ("a2", "root"), ("a3", "root"), ("a1", "b1"), ("a1", "b2"), ("a2", "b3"), ("a1", "a3")]
-        )
-        assert not sub.truncated
-        assert sub == await GraphStore.subgraph(adapter, "root", max_depth=2)
-        deep = await adapter.subgraph("root", max_depth=5)
-        assert [n.id for n in deep.nodes][-1] == "c1" and ("c1", "c1") in [e.key for e in deep.edges]
-        assert deep == await GraphStore.subgraph(adapter, "root", max_depth=5)
-
-    async def test_subgraph_truncation(self, adapter):
-        """``max_nodes`` cuts the neighbourhood (keeping the highest-degree nodes
-        of the last level) and sets ``truncated``; exactly enough room does not
-        set it; ``max_depth=0`` is the node alone.
-
-        Troubleshoot: set ``truncated`` only when nodes within ``max_depth`` were
-        left out.
-        """
-        await self._chain(adapter)
-        cut = await adapter.subgraph("root", max_depth=2, max_nodes=3)
-        assert [n.id for n in cut.nodes] == ["root", "a1", "a2"] and cut.truncated
-        assert [e.key for e in cut.edges] == [("a1", "root"), ("a2", "root")]
-        exact = await adapter.subgraph("root", max_depth=1, max_nodes=4)
-        assert [n.id for n in exact.nodes] == ["root", "a1", "a2", "a3"] and not exact.truncated
-        full = await adapter.subgraph("root", max_depth=2, max_nodes=7)
-        assert len(full.nodes) == 7 and not full.truncated
-        alone = await adapter.subgraph("root", max_depth=0)
-        assert [n.id for n in alone.nodes] == ["root"] and alone.edges == [] and not alone.truncated
-        for args in [(2, 3), (1, 4), (2, 7), (0, 1000)]:
-            assert await adapter.subgraph("root", *args) == await GraphStore.subgraph(adapter, "root", *args)
-
-    async def test_subgraph_of_missing_and_isolated_nodes(self, adapter):
-        """A missing node gives an empty subgraph; an isolated node gives itself;
-        invalid limits raise ``InvalidValueError``.
-
-        Troubleshoot: return ``Subgraph()`` for a missing start node.
-        """
-        await self._chain(adapter)
-        assert await adapter.subgraph("missing") == Subgraph()
-        iso = await adapter.subgraph("isolated")
-        assert [n.id for n in iso.nodes] == ["isolated"] and iso.edges == []
-        with pytest.raises(InvalidValueError):
-            await adapter.subgraph("root", max_depth=-1)
-        with pytest.raises(InvalidValueError):
-            await adapter.subgraph("root", max_nodes=0)
-
-    async def test_labels_and_label_search_ordering(self, adapter):
-        """``labels()`` is every id sorted; ``search_labels`` finds ids containing
-        the query case-insensitively: exact matches first, then prefixes, then
-        shorter ids, then alphabetical; ``limit`` cuts the list.
-
-        Troubleshoot: adapters overriding these must match the base definitions
-        in ``GraphStore`` exactly.
-        """
-        ids = ["Apple", "apple pie", "pineapple", "APPLE", "crab apple", "Applesauce", "pear", "苹果apple"]
-        await adapter.upsert_nodes({i: {} for i in ids})
-        assert await adapter.labels() == sorted(ids)
-        got = await adapter.search_labels("apple")
-        assert got == ["APPLE", "Apple", "apple pie", "Applesauce", "苹果apple", "pineapple", "crab apple"]
-        assert await adapter.search_labels("APPLE", limit=3) == ["APPLE", "Apple", "apple pie"]
-        assert await adapter.search_labels("zzz") == []
-        for q in ["apple", "P", "苹", "e p"]:
-            assert await adapter.search_labels(q) == await GraphStore.search_labels(adapter, q)
-
-
 class GraphDropAndIsolationTests:
     @checks("store.drop.scoped")
     async def test_drop_empties_and_keeps_the_store_open(self, adapter):
@@ -542,7 +375,7 @@ class GraphDropAndIsolationTests:
         await adapter.upsert_edges([("a", "b", {}), ("b", "c", {})])
         await adapter.drop()
         assert (await adapter.node_count(), await adapter.edge_count()) == (0, 0)
-        assert await _nodes(adapter) == {} and await _edges(adapter) == {}
+        assert await all_nodes(adapter) == {} and await all_edges(adapter) == {}
         await adapter.upsert_edge("x", "y", {"after": True})
         assert await adapter.get_edge("y", "x") == {"after": True}
 
@@ -616,11 +449,11 @@ class GraphLifecycleTests:
         expected_nodes = {"中文": {"t": "🙂", "l": [1, 2]}, "b": {}}
         expected_edges = {("b", "中文"): {"w": 0.5}, ("b", "b"): {"loop": True}}
         async with reopened(adapter) as again:
-            assert await _nodes(again) == expected_nodes
-            assert await _edges(again) == expected_edges
+            assert await all_nodes(again) == expected_nodes
+            assert await all_edges(again) == expected_edges
             assert await again.degrees(["b", "中文", "gone"]) == [2, 1, 0]
-        assert await _nodes(adapter) == expected_nodes
-        assert await _edges(adapter) == expected_edges
+        assert await all_nodes(adapter) == expected_nodes
+        assert await all_edges(adapter) == expected_edges
 
 
 class GraphConcurrencyTests:
@@ -646,202 +479,8 @@ class GraphConcurrencyTests:
         assert (await adapter.node_count(), await adapter.edge_count()) == (1 + 200, 160)
         names = [f"t{t}-{i}" for t in range(40) for i in range(5)]
         assert await adapter.get_nodes(names) == [{"done": True}] * 200
-        edges = await _edges(adapter)
+        edges = await all_edges(adapter)
         assert edges == {edge_key("hub", f"t{t}-{i}"): {"t": t, "i": i} for t in range(40) for i in range(1, 5)}
-
-
-# -- differential state machine ----------------------------------------------------
-
-# Confusables too ([store.keys.exact]): case, NFC/NFD, final sigma.
-_NODE_POOL = ["a", "b", "C", "c", "Δ", "中文", "🙂", "q'\"`{}", "\u00e9", "e\u0301", "\u03c3", "\u03c2"]
-_NODE = st.sampled_from(_NODE_POOL)
-_TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=8)
-_INT = st.integers(-(2**53), 2**53)
-_FLOAT = st.floats(allow_nan=False, allow_infinity=False)
-_VALUE = (
-    st.booleans() | _INT | _FLOAT | _TEXT
-    | st.lists(_INT, max_size=3) | st.lists(_TEXT, max_size=3) | st.lists(_FLOAT, max_size=3)
-)
-_PROPS = st.dictionaries(st.sampled_from(["w", "name", "描述", "tags", "k e y"]), _VALUE, max_size=3)
-_PAIR = st.tuples(_NODE, _NODE)
-
-
-def _reference_subgraph(nodes, edges, start, max_depth, max_nodes):
-    """The docstring's BFS, on plain dicts."""
-    if start not in nodes:
-        return [], [], False
-    adj: dict[str, set[str]] = {n: set() for n in nodes}
-    for a, b in edges:
-        adj[a].add(b)
-        adj[b].add(a)
-    order, seen, frontier, truncated = [start], {start}, [start], False
-    for _ in range(max_depth):
-        nxt = sorted({o for n in frontier for o in adj[n]} - seen, key=lambda n: (-len(adj[n]), n))
-        if not nxt:
-            break
-        room = max_nodes - len(order)
-        if len(nxt) > room:
-            truncated, nxt = True, nxt[:room]
-        order += nxt
-        seen.update(nxt)
-        frontier = nxt
-        if truncated:
-            break
-    keys = sorted(k for k in edges if k[0] in seen and k[1] in seen)
-    return order, keys, truncated
-
-
-class GraphMachine(AsyncStoreMachine):
-    """Random graph operations against the adapter and plain dicts."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.nodes: dict[str, dict[str, Any]] = {}
-        self.edges: dict[tuple[str, str], dict[str, Any]] = {}
-
-    def degree(self, n: str) -> int:
-        return sum(1 for k in self.edges if n in k)
-
-    @initialize(
-        nodes=st.dictionaries(_NODE, _PROPS, max_size=3),
-        edges=st.lists(st.tuples(_NODE, _NODE, _PROPS), min_size=2, max_size=5, unique_by=lambda e: edge_key(e[0], e[1])),
-    )
-    def seed(self, nodes, edges):
-        if nodes:
-            self.upsert_nodes(nodes)
-        self.upsert_edges(edges)  # start every example with a graph
-
-    @rule(batch=st.dictionaries(_NODE, _PROPS, min_size=1, max_size=3))
-    def upsert_nodes(self, batch):
-        self.run(self.store.upsert_nodes(batch))
-        self.nodes.update(copy.deepcopy(batch))
-
-    @rule(batch=st.lists(st.tuples(_NODE, _NODE, _PROPS), min_size=1, max_size=3, unique_by=lambda e: edge_key(e[0], e[1])))
-    def upsert_edges(self, batch):
-        self.run(self.store.upsert_edges(batch))
-        for a, b, props in batch:
-            self.nodes.setdefault(a, {})
-            self.nodes.setdefault(b, {})
-            self.edges[edge_key(a, b)] = copy.deepcopy(props)
-
-    @rule(node=_NODE, bad=st.sampled_from([None, {"d": 1}, [[1]], [True]]))
-    def upsert_invalid(self, node, bad):
-        with pytest.raises(InvalidValueError):
-            self.run(self.store.upsert_nodes({node: {"k": bad}}))
-        with pytest.raises(InvalidValueError):
-            self.run(self.store.upsert_edges([(node, "a", {"k": bad})]))
-
-    @rule(ids=st.lists(_NODE | st.just("never"), max_size=2))
-    def delete_nodes(self, ids):
-        self.run(self.store.delete_nodes(ids))
-        for n in ids:
-            self.nodes.pop(n, None)
-            self.edges = {k: v for k, v in self.edges.items() if n not in k}
-
-    @precondition(lambda self: bool(self.edges))
-    @rule(data=st.data(), reverse=st.booleans())
-    def delete_existing_edge(self, data, reverse):
-        a, b = data.draw(st.sampled_from(sorted(self.edges)), label="existing edge")
-        self.delete_edges([(b, a) if reverse else (a, b)])
-
-    @precondition(lambda self: bool(self.edges))
-    @rule(data=st.data())
-    def delete_connected_node(self, data):
-        a, b = data.draw(st.sampled_from(sorted(self.edges)), label="edge of the node")
-        self.delete_nodes([data.draw(st.sampled_from([a, b]), label="node")])
-
-    @rule(pairs=st.lists(_PAIR, max_size=3))
-    def delete_edges(self, pairs):
-        self.run(self.store.delete_edges(pairs))
-        for a, b in pairs:
-            self.edges.pop(edge_key(a, b), None)
-
-    @rule(ids=st.lists(_NODE | st.just("never"), max_size=5))
-    def get_nodes(self, ids):
-        diff = difference([self.nodes.get(n) for n in ids], self.run(self.store.get_nodes(ids)))
-        assert diff is None, f"get_nodes({ids!r}): {diff}"
-
-    @rule(pairs=st.lists(_PAIR, max_size=5))
-    def get_edges(self, pairs):
-        expected = [self.edges.get(edge_key(a, b)) for a, b in pairs]
-        diff = difference(expected, self.run(self.store.get_edges(pairs)))
-        assert diff is None, f"get_edges({pairs!r}): {diff}"
-
-    @rule(ids=st.lists(_NODE | st.just("never"), max_size=5))
-    def nodes_edges_and_degrees(self, ids):
-        expected = [
-            sorted(k for k in self.edges if n in k) if n in self.nodes else None for n in ids
-        ]
-        got = [None if e is None else [tuple(k) for k in e] for e in self.run(self.store.nodes_edges(ids))]
-        assert got == expected, f"nodes_edges({ids!r}): expected {expected}, got {got}"
-        degrees = self.run(self.store.degrees(ids))
-        assert degrees == [self.degree(n) for n in ids], f"degrees({ids!r}) = {degrees}"
-
-    @rule()
-    def scans(self):
-        nodes = self.run(_nodes(self.store))
-        assert difference(self.nodes, nodes) is None, f"nodes(): {difference(self.nodes, nodes)}"
-        edges = self.run(_edges(self.store))
-        assert difference(
-            {repr(k): v for k, v in self.edges.items()}, {repr(k): v for k, v in edges.items()}
-        ) is None, f"edges() {sorted(edges)} != {sorted(self.edges)}"
-
-    @rule(start=_NODE, max_depth=st.integers(0, 3), max_nodes=st.integers(1, 8))
-    def subgraph(self, start, max_depth, max_nodes):
-        order, keys, truncated = _reference_subgraph(self.nodes, self.edges, start, max_depth, max_nodes)
-        sub = self.run(self.store.subgraph(start, max_depth, max_nodes))
-        assert [n.id for n in sub.nodes] == order, f"subgraph nodes {[n.id for n in sub.nodes]} != {order}"
-        assert [e.key for e in sub.edges] == keys, f"subgraph edges {[e.key for e in sub.edges]} != {keys}"
-        assert sub.truncated == truncated, f"subgraph truncated={sub.truncated}, expected {truncated}"
-        for n in sub.nodes:
-            assert difference(self.nodes[n.id], n.properties) is None
-        for e in sub.edges:
-            assert difference(self.edges[e.key], e.properties) is None
-
-    @rule(query=st.sampled_from(["a", "A", "c", "中", "🙂", "'", "", "zz"]), limit=st.integers(1, 8))
-    def search_labels(self, query, limit):
-        q = query.casefold()
-        expected = sorted(
-            (n for n in self.nodes if q in n.casefold()),
-            key=lambda s: (s.casefold() != q, not s.casefold().startswith(q), len(s), s),
-        )[:limit]
-        assert self.run(self.store.search_labels(query, limit)) == expected
-        assert self.run(self.store.labels()) == sorted(self.nodes)
-
-    @precondition(lambda self: len(self.nodes) > 3)
-    @rule()
-    def drop(self):
-        self.run(self.store.drop())
-        self.nodes.clear()
-        self.edges.clear()
-
-    @precondition(lambda self: self.may_reopen(bool(self.nodes)))
-    @rule()
-    def reopen(self):
-        self.reopen_store()
-
-    @invariant()
-    def counts_and_degrees_match(self):
-        got = (self.run(self.store.node_count()), self.run(self.store.edge_count()))
-        assert got == (len(self.nodes), len(self.edges)), f"(node_count, edge_count) = {got}"
-        names = [*_NODE_POOL, "never"]
-        degrees = dict(zip(names, self.run(self.store.degrees(names))))
-        expected = {n: self.degree(n) for n in names}
-        assert degrees == expected, f"degrees {degrees} != {expected}"
-
-
-class GraphStateMachineTests:
-    def test_differential_state_machine(self, adapter):
-        """Random sequences of node/edge upserts (reversed pairs, self-loops,
-        invalid values), deletes, batch reads, degrees, nodes_edges, scans,
-        subgraph, label search, drop and (if PERSISTENT) close/reopen agree with
-        a plain adjacency model; node and edge counts and every node's degree
-        are compared after every step.
-
-        Troubleshoot: hypothesis prints the shortest failing step sequence;
-        replay it against the adapter.
-        """
-        run_machine(GraphMachine, adapter)
 
 
 @contract("graph", GraphStore)

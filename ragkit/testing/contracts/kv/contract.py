@@ -8,26 +8,23 @@ import copy
 from typing import Any
 
 import pytest
-from hypothesis import strategies as st
-from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ragkit.errors import InvalidValueError, StoreClosedError
 from ragkit.protocols.base import Capability
 from ragkit.protocols.kv import KVStore
-from ragkit.testing.contracts._base import (
-    AsyncStoreMachine,
+from ragkit.testing.contracts.base.checks import checks
+from ragkit.testing.contracts.base.contract import (
     StoreContractBase,
     collect,
     contract,
     difference,
     needs,
     reopened,
-    run_machine,
     sibling,
 )
-from ragkit.testing.contracts.edge_cases import KVEdgeCaseTests
-from ragkit.testing.contracts.fencing import FencingTests
-from ragkit.testing.contracts.rules import checks
+from ragkit.testing.contracts.base.fencing import FencingTests
+from ragkit.testing.contracts.kv.edge_cases import KVEdgeCaseTests
+from ragkit.testing.contracts.kv.machine import KVStateMachineTests
 
 UNICODE_KEYS = ["中文键", "日本語のキー", "🔑🙂", "ключ", "مفتاح", "e\u0301", "q'\"`{}[]\\/ sp"]
 
@@ -479,117 +476,6 @@ class KVConcurrencyTests:
         assert await adapter.count() == len(expected)
         assert set(await collect(adapter.keys())) == set(expected)
         await _check(adapter, expected, sorted(expected))
-
-
-# -- differential state machine ----------------------------------------------------
-
-# Confusables too ([store.keys.exact]): case, NFC/NFD, ß/SS, final sigma.
-_KEY_POOL = ["a", "b", "C", "c", "k-1", "中文", "🔑", "q'\"", "sp ace", "\u00e9", "e\u0301", "stra\u00dfe", "STRASSE", "\u03c3", "\u03c2"]
-_TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=12)
-_SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**53), 2**53)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | _TEXT
-)
-_JSON = st.recursive(
-    _SCALARS,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
-    max_leaves=8,
-)
-# Field names overlap often, so replacing a record with one missing some of the
-# old fields (the no-merge rule) comes up in most examples.
-_RECORDS = st.dictionaries(st.sampled_from(["f", "g", "h"]) | _TEXT, _JSON, max_size=4)
-_KEYS = st.sampled_from(_KEY_POOL)
-
-
-class KVMachine(AsyncStoreMachine):
-    """Random sequences of KV operations against the adapter and a dict."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.model: dict[str, dict[str, Any]] = {}
-
-    @initialize(batch=st.dictionaries(_KEYS, _RECORDS, min_size=2, max_size=5))
-    def seed(self, batch):
-        self.upsert(batch)  # start every example with data, so reads have something to get wrong
-
-    @rule(batch=st.dictionaries(_KEYS, _RECORDS, min_size=1, max_size=4))
-    def upsert(self, batch):
-        self.run(self.store.upsert(batch))
-        self.model.update(copy.deepcopy(batch))
-
-    @precondition(lambda self: bool(self.model))
-    @rule(data=st.data(), record=_RECORDS)
-    def replace(self, data, record):
-        key = data.draw(st.sampled_from(sorted(self.model)), label="existing key")
-        self.run(self.store.upsert({key: record}))
-        self.model[key] = copy.deepcopy(record)
-        diff = difference(record, self.run(self.store.get(key)))
-        assert diff is None, f"after replacing {key!r}: {diff}"
-
-    @rule(key=_KEYS, good=_RECORDS)
-    def upsert_invalid_batch(self, key, good):
-        with pytest.raises(InvalidValueError):
-            self.run(self.store.upsert({key: good, "": {"bad": "empty key"}}))
-
-    @precondition(lambda self: bool(self.model))
-    @rule(data=st.data())
-    def delete_existing(self, data):
-        key = data.draw(st.sampled_from(sorted(self.model)), label="existing key")
-        self.delete([key, "never-there"])
-
-    @rule(keys=st.lists(_KEYS | st.just("never-there"), max_size=4))
-    def delete(self, keys):
-        self.run(self.store.delete(keys))
-        for k in keys:
-            self.model.pop(k, None)
-
-    @rule(keys=st.lists(_KEYS | st.just("never-there"), max_size=6))
-    def get_many(self, keys):
-        got = self.run(self.store.get_many(keys))
-        diff = difference([self.model.get(k) for k in keys], got)
-        assert diff is None, f"get_many({keys!r}): {diff}"
-
-    @rule(keys=st.lists(_KEYS, max_size=6))
-    def missing(self, keys):
-        assert self.run(self.store.missing(keys)) == {k for k in keys if k not in self.model}
-
-    @rule()
-    def scan_keys(self):
-        keys = self.run(collect(self.store.keys()))
-        assert len(keys) == len(set(keys)), f"keys() repeated a key: {sorted(keys)}"
-        assert set(keys) == set(self.model)
-
-    @precondition(lambda self: len(self.model) > 2)
-    @rule()
-    def drop(self):
-        self.run(self.store.drop())
-        self.model.clear()
-
-    @precondition(lambda self: self.may_reopen(bool(self.model)))
-    @rule()
-    def reopen(self):
-        self.reopen_store()
-
-    @invariant()
-    def count_matches(self):
-        assert self.run(self.store.count()) == len(self.model)
-
-
-class KVStateMachineTests:
-    def test_differential_state_machine(self, adapter):
-        """Random sequences of upsert (valid, invalid, replacing), delete, get_many,
-        missing, keys, drop and (if PERSISTENT) close/reopen on a fresh store give
-        the same observations as a plain dict; count is compared after every step.
-        Budget: RAGKIT_CONTRACT_EXAMPLES x RAGKIT_CONTRACT_STEPS.
-
-        Troubleshoot: hypothesis prints the shortest failing sequence of steps;
-        replay it by hand against the adapter. The first differing observation
-        names the operation that broke the protocol.
-        """
-        run_machine(KVMachine, adapter)
 
 
 @contract("kv", KVStore)

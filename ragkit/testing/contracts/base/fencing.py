@@ -19,9 +19,9 @@ import pytest
 from ragkit.errors import WriterLeaseLostError
 from ragkit.protocols.base import BaseStore, Capability
 from ragkit.schema import DocStatus
-from ragkit.testing.contracts._base import needs
-from ragkit.testing.contracts.inputs import durable_view
-from ragkit.testing.contracts.rules import checks
+from ragkit.testing.contracts.base.checks import checks
+from ragkit.testing.contracts.base.contract import needs
+from ragkit.testing.contracts.base.inputs import durable_view
 
 Op = Callable[[Any], Awaitable[Any]]
 
@@ -43,7 +43,7 @@ def _rows(store: Any, n: int, seed: int) -> np.ndarray:
 
 
 def _status(id: str) -> Any:
-    from ragkit.testing.contracts.doc_status import record
+    from ragkit.testing.contracts.doc_status.records import record
 
     return record(id, DocStatus.PENDING)
 

@@ -4,91 +4,23 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 import pytest
-from hypothesis import strategies as st
-from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ragkit.access import AccessList
 from ragkit.errors import InvalidTransitionError, StoreClosedError
 from ragkit.protocols.base import Capability
 from ragkit.protocols.doc_status import DocStatusStore
 from ragkit.schema import ALLOWED_TRANSITIONS, DocStatus, DocStatusRecord
-from ragkit.testing.contracts._base import (
-    AsyncStoreMachine,
-    StoreContractBase,
-    contract,
-    difference,
-    needs,
-    reopened,
-    run_machine,
-    sibling,
-)
-from ragkit.testing.contracts.edge_cases import DocStatusEdgeCaseTests
-from ragkit.testing.contracts.fencing import FencingTests
-from ragkit.testing.contracts.rules import checks
-
-T0 = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=timezone.utc)
-
-
-def record(id: str, status: DocStatus = DocStatus.PENDING, **kw: Any) -> DocStatusRecord:
-    kw.setdefault("created_at", T0)
-    kw.setdefault("updated_at", T0)
-    return DocStatusRecord(id=id, status=status, **kw)
-
-
-def _diff(expected: DocStatusRecord | None, got: Any) -> str | None:
-    if expected is None or got is None:
-        return None if expected is got else f"expected {expected!r}, got {got!r}"
-    if not isinstance(got, DocStatusRecord):
-        return f"expected a DocStatusRecord, got {type(got).__name__}"
-    for stamp in ("created_at", "updated_at"):
-        value = getattr(got, stamp)
-        if value.tzinfo is None or value.utcoffset() != timedelta(0):
-            return f"{expected.id!r}.{stamp} = {value!r} is not timezone-aware UTC"
-    return difference(expected.model_dump(), got.model_dump(), expected.id)
-
-
-async def _check(store: DocStatusStore, expected: dict[str, DocStatusRecord], asked: list[str]) -> None:
-    got = await store.get(asked)
-    assert len(got) == len(asked), f"get() returned {len(got)} entries for {len(asked)} ids"
-    for id_, rec in zip(asked, got):
-        diff = _diff(expected.get(id_), rec)
-        assert diff is None, f"get({id_!r}): {diff}"
-
-
-async def _walk(store: DocStatusStore, status: DocStatus | None, limit: int) -> list[str]:
-    """Every id of a full paging walk; checks pages are sorted and end properly."""
-    ids: list[str] = []
-    cursor = None
-    for _ in range(10_000):
-        page = await store.list_page(status, limit=limit, cursor=cursor)
-        assert len(page.items) <= limit, f"a page of {len(page.items)} items for limit={limit}"
-        page_ids = [r.id for r in page.items]
-        assert page_ids == sorted(page_ids), f"page not ordered by id: {page_ids}"
-        if status is not None:
-            assert all(r.status == status for r in page.items), f"page for {status} has other statuses"
-        assert page.items or not ids, (
-            f"an extra empty page after {len(ids)} ids: next_cursor must be None on the last page"
-        )
-        ids += page_ids
-        if page.next_cursor is None:
-            return ids
-        assert len(page.items) == limit, f"a page of {len(page.items)} < limit={limit} items has a next_cursor"
-        cursor = page.next_cursor
-    raise AssertionError("list_page never returned next_cursor=None")
-
-
-def _counts(expected: dict[str, DocStatusRecord]) -> dict[DocStatus, int]:
-    out = {s: 0 for s in DocStatus}
-    for r in expected.values():
-        out[r.status] += 1
-    return out
+from ragkit.testing.contracts.base.checks import checks
+from ragkit.testing.contracts.base.contract import StoreContractBase, contract, needs, reopened, sibling
+from ragkit.testing.contracts.base.fencing import FencingTests
+from ragkit.testing.contracts.doc_status.changes import DocStatusChangesTests, DocStatusGenerationTests
+from ragkit.testing.contracts.doc_status.edge_cases import DocStatusEdgeCaseTests
+from ragkit.testing.contracts.doc_status.machine import DocStatusStateMachineTests
+from ragkit.testing.contracts.doc_status.records import assert_get, status_counts, record_diff, walk_pages, record
 
 
 class DocStatusReadWriteTests:
@@ -101,7 +33,7 @@ class DocStatusReadWriteTests:
         """
         recs = {i: record(i, content_hash=f"h-{i}") for i in ("a", "b", "c")}
         await adapter.upsert(recs.values())
-        await _check(adapter, recs, ["c", "x", "a", "c", "b"])
+        await assert_get(adapter, recs, ["c", "x", "a", "c", "b"])
         assert await adapter.get([]) == []
 
     @checks("doc_status.upsert.whole")
@@ -121,7 +53,7 @@ class DocStatusReadWriteTests:
         )
         open_doc = record("doc-2", access=AccessList())
         await adapter.upsert([rec, open_doc, record("doc-3")])
-        await _check(adapter, {"doc-1": rec, "doc-2": open_doc}, ["doc-1", "doc-2"])
+        await assert_get(adapter, {"doc-1": rec, "doc-2": open_doc}, ["doc-1", "doc-2"])
         (no_list,) = await adapter.get(["doc-3"])
         assert no_list is not None and no_list.access is None
 
@@ -154,7 +86,7 @@ class DocStatusReadWriteTests:
         await adapter.upsert([record("a", DocStatus.FAILED, error="e", chunk_ids=["1", "2"], metadata={"x": 1})])
         new = record("a", DocStatus.PENDING, chunk_ids=["3"])
         await adapter.upsert([new])
-        await _check(adapter, {"a": new}, ["a"])
+        await assert_get(adapter, {"a": new}, ["a"])
         assert await adapter.count() == 1
 
     async def test_upsert_is_idempotent_and_keeps_the_input(self, adapter):
@@ -173,7 +105,7 @@ class DocStatusReadWriteTests:
         recs[1].metadata["k"] = "changed"
         (got,) = await adapter.get(["a"])
         got.chunk_ids.append("mutated")
-        await _check(adapter, {r.id: r for r in before}, ["a", "b"])
+        await assert_get(adapter, {r.id: r for r in before}, ["a", "b"])
         assert await adapter.count() == 2
 
     async def test_upsert_of_nothing_is_a_no_op(self, adapter):
@@ -196,7 +128,7 @@ class DocStatusReadWriteTests:
         recs = {i: record(i) for i in ("a", "b", "c")}
         await adapter.upsert(recs.values())
         await adapter.delete(["a", "never", "a"])
-        await _check(adapter, {"b": recs["b"], "c": recs["c"]}, ["a", "b", "c"])
+        await assert_get(adapter, {"b": recs["b"], "c": recs["c"]}, ["a", "b", "c"])
         assert await adapter.count() == 2
 
     async def test_unicode_and_large_records(self, adapter):
@@ -211,8 +143,8 @@ class DocStatusReadWriteTests:
             "big": record("big", chunk_ids=[f"chunk-{i}" for i in range(20_000)], error="e" * (1024 * 1024)),
         }
         await adapter.upsert(recs.values())
-        await _check(adapter, recs, list(recs))
-        assert await _walk(adapter, None, 2) == sorted(recs)
+        await assert_get(adapter, recs, list(recs))
+        assert await walk_pages(adapter, None, 2) == sorted(recs)
 
 
 class DocStatusCountTests:
@@ -240,7 +172,7 @@ class DocStatusCountTests:
         expected: dict[str, DocStatusRecord] = {}
 
         async def check():
-            assert await adapter.counts() == _counts(expected)
+            assert await adapter.counts() == status_counts(expected)
             assert await adapter.count() == len(expected)
 
         await check()
@@ -290,9 +222,9 @@ class DocStatusPagingTests:
         statuses = list(DocStatus)
         recs = {f"doc-{i:02d}": record(f"doc-{i:02d}", statuses[i % len(statuses)]) for i in range(15)}
         await adapter.upsert(recs.values())
-        assert await _walk(adapter, None, limit) == sorted(recs)
+        assert await walk_pages(adapter, None, limit) == sorted(recs)
         for s in DocStatus:
-            assert await _walk(adapter, s, limit) == sorted(i for i, r in recs.items() if r.status == s)
+            assert await walk_pages(adapter, s, limit) == sorted(i for i, r in recs.items() if r.status == s)
 
     @checks("doc_status.list-page.last-page")
     async def test_empty_listing(self, adapter):
@@ -367,13 +299,13 @@ class DocStatusTransitionTests:
                 "status": target, "updated_at": out.updated_at,
                 "error": "why" if target is DocStatus.FAILED else None,
             })
-            assert _diff(expected, out) is None, _diff(expected, out)
+            assert record_diff(expected, out) is None, record_diff(expected, out)
             assert out.updated_at >= rec.updated_at
-            await _check(adapter, {"d": expected}, ["d"])
+            await assert_get(adapter, {"d": expected}, ["d"])
         else:
             with pytest.raises(InvalidTransitionError):
                 await adapter.transition("d", target)
-            await _check(adapter, {"d": rec}, ["d"])
+            await assert_get(adapter, {"d": rec}, ["d"])
 
     @checks("doc_status.transition.lifecycle")
     async def test_transition_of_a_missing_document_is_refused(self, adapter):
@@ -475,9 +407,9 @@ class DocStatusLifecycleTests:
         await adapter.delete(["b"])
         expected = {"a": a, "文档": record("文档")}
         async with reopened(adapter) as again:
-            await _check(again, expected, ["a", "b", "文档"])
-            assert await again.counts() == _counts(expected)
-        await _check(adapter, expected, ["a", "b", "文档"])
+            await assert_get(again, expected, ["a", "b", "文档"])
+            assert await again.counts() == status_counts(expected)
+        await assert_get(adapter, expected, ["a", "b", "文档"])
 
 
 class DocStatusConcurrencyTests:
@@ -504,319 +436,10 @@ class DocStatusConcurrencyTests:
         assert await adapter.counts() == {
             **{s: 0 for s in DocStatus}, DocStatus.PROCESSING: 120, DocStatus.FAILED: 40
         }
-        listed = await _walk(adapter, None, 50)
+        listed = await walk_pages(adapter, None, 50)
         assert listed == sorted(f"t{t:02d}-{i}" for t in range(40) for i in (0, 2, 3, 4))
         errors = [r.error for r in await adapter.get([f"t{t:02d}-0" for t in range(40)])]
         assert errors == [f"t{t}" for t in range(40)]
-
-
-@contextlib.asynccontextmanager
-async def twin(store: DocStatusStore) -> AsyncIterator[DocStatusStore]:
-    """A second instance over the same config, open beside ``store`` (its own
-    connection); closed, not dropped, on exit: the data is ``store``'s."""
-    other = type(store)(store.config)
-    await other.open()
-    try:
-        yield other
-    finally:
-        await other.close()
-
-
-class DocStatusGenerationTests:
-    @needs(Capability.GENERATION)
-    @checks("doc_status.generation.every-write")
-    async def test_generation_grows_with_every_write(self, adapter):
-        """(GENERATION) ``generation()`` is an int that grows with each upsert,
-        transition, delete of a present id and drop of a non-empty store, and
-        stays as it is across gets, listings and counts.
-
-        Troubleshoot: bump the counter in the same transaction as every write
-        hook (``_upsert``, ``_delete``, ``_drop``, ``_transition``); reading
-        must not bump it, or no reader can ever keep anything.
-        """
-        seen = [await adapter.generation()]
-
-        async def grew(what: str) -> None:
-            now = await adapter.generation()
-            assert isinstance(now, int) and now > seen[-1], f"generation {seen[-1]} -> {now} after {what}"
-            seen.append(now)
-
-        await adapter.upsert([record("a"), record("b")])
-        await grew("upsert")
-        await adapter.get(["a", "x"])
-        await adapter.list_page(None, 1)
-        await adapter.counts()
-        assert await adapter.generation() == seen[-1], "a read changed the generation"
-        await adapter.upsert([record("a", DocStatus.PENDING, metadata={"k": 1})])
-        await grew("a replacing upsert")
-        await adapter.transition("a", DocStatus.PROCESSING)
-        await grew("transition")
-        await adapter.delete(["b"])
-        await grew("delete")
-        await adapter.drop()
-        await grew("drop")
-
-    @needs(Capability.GENERATION)
-    @checks("doc_status.generation.every-write")
-    async def test_concurrent_writes_each_raise_the_generation(self, adapter):
-        """(GENERATION) 20 upserts at once raise the generation by at least 20.
-
-        Troubleshoot: read-increment-write of the counter across an ``await``
-        loses bumps; increment in the backend (``UPDATE ... + 1``, ``INCR``).
-        """
-        before = await adapter.generation()
-        await asyncio.gather(*(adapter.upsert([record(f"c{i}")]) for i in range(20)))
-        after = await adapter.generation()
-        assert after - before >= 20, f"20 concurrent upserts raised the generation from {before} to {after}"
-
-    @needs(Capability.GENERATION)
-    @checks("doc_status.generation.shared", "doc_status.generation.every-write")
-    async def test_generation_is_shared_and_survives_reopen(self, adapter):
-        """(GENERATION) A second instance over the same config reads the same
-        generation; a write through either raises what the other reads; close
-        and reopen keep it.
-
-        Troubleshoot: keep the counter in the backend, beside the records, not
-        in the instance's memory.
-        """
-        await adapter.upsert([record("a")])
-        async with twin(adapter) as other:
-            assert await other.generation() == await adapter.generation()
-            before = await adapter.generation()
-            await other.upsert([record("b")])
-            assert await adapter.generation() > before, "a write through another instance went unseen"
-            before = await other.generation()
-            await adapter.delete(["a"])
-            assert await other.generation() > before
-        kept = await adapter.generation()
-        async with reopened(adapter) as again:
-            assert await again.generation() == kept
-
-
-
-def _named(changes) -> tuple[set[str], set[str]]:
-    assert changes is not None, "changes_since() is None for a generation the store gave after its feed began"
-    return {r.id for r in changes.records}, set(changes.deleted)
-
-
-class DocStatusChangesTests:
-    @needs(Capability.CHANGES)
-    @checks("doc_status.changes.every-write")
-    async def test_every_write_is_in_the_changes_from_the_generation_before_it(self, adapter):
-        """(CHANGES) ``changes_since(g)`` names exactly the ids written after
-        ``g``: each upsert, transition and delete from the generation before it
-        on, none from its own generation on; records come as they are now, and
-        the generation returned is at least the one read before the call.
-
-        Troubleshoot: stamp each written id with the generation of its write,
-        in the write's transaction; select ids stamped *after* ``g`` (``>``,
-        not ``>=``); read the generation before the ids.
-        """
-        gens = [await adapter.generation()]
-        await adapter.upsert([record("a"), record("b")])
-        gens.append(await adapter.generation())
-        await adapter.transition("a", DocStatus.PROCESSING)
-        gens.append(await adapter.generation())
-        await adapter.upsert([record("c")])
-        gens.append(await adapter.generation())
-        await adapter.delete(["b"])
-        gens.append(await adapter.generation())
-        expected = [({"a", "c"}, {"b"}), ({"a", "c"}, {"b"}), ({"c"}, {"b"}), (set(), {"b"}), (set(), set())]
-        for g, want in zip(gens, expected):
-            changes = await adapter.changes_since(g)
-            assert _named(changes) == want, f"changes since {g} (of {gens}): {_named(changes)}, expected {want}"
-            assert changes.generation >= gens[-1]
-        changes = await adapter.changes_since(gens[0])
-        assert {r.id: r.status for r in changes.records} == {"a": DocStatus.PROCESSING, "c": DocStatus.PENDING}
-        async with twin(adapter) as other:
-            await other.upsert([record("d")])
-            assert _named(await adapter.changes_since(gens[-1])) == ({"d"}, set()), "another instance's write is missing"
-
-    @needs(Capability.CHANGES)
-    @checks("doc_status.changes.tombstones", "doc_status.changes.every-write")
-    async def test_deletes_and_drops_leave_tombstones(self, adapter):
-        """(CHANGES) A deleted id and every id a drop removed are named among
-        ``deleted``; written again, it is a record again.
-
-        Troubleshoot: a deleted row leaves nothing to select: keep a tombstone
-        (id, generation) in the delete's transaction, for ``drop`` too.
-        """
-        await adapter.upsert([record(i) for i in ("x", "y", "z")])
-        start = await adapter.generation()
-        await adapter.delete(["x"])
-        assert _named(await adapter.changes_since(start)) == (set(), {"x"})
-        await adapter.drop()
-        assert _named(await adapter.changes_since(start)) == (set(), {"x", "y", "z"})
-        async with twin(adapter) as other:
-            assert _named(await other.changes_since(start)) == (set(), {"x", "y", "z"})
-        await adapter.upsert([record("y")])
-        assert _named(await adapter.changes_since(start)) == ({"y"}, {"x", "z"})
-
-    @needs(Capability.CHANGES)
-    @checks("doc_status.changes.floor")
-    async def test_changes_from_before_the_store_are_whole_or_none(self, adapter):
-        """(CHANGES) Changes from before anything this store holds are
-        ``None`` (the caller reads every record) or name every id written,
-        never a part of them.
-
-        Troubleshoot: when tombstones are pruned, or the feed began after
-        some writes, remember from which generation it is complete and answer
-        ``None`` below it.
-        """
-        start = await adapter.generation()
-        await adapter.upsert([record(f"p{i}") for i in range(5)])
-        await adapter.delete(["p0"])
-        older = await adapter.changes_since(start - 1)
-        if older is not None:
-            named = {r.id for r in older.records} | set(older.deleted)
-            assert {f"p{i}" for i in range(5)} <= named, f"a partial feed: {sorted(named)}"
-
-# -- differential state machine ------------------------------------------------------
-
-# Confusables too ([store.keys.exact]): case, NFC/NFD, ß/SS.
-_ID_POOL = ["a", "B", "b", "doc-1", "中文", "🙂", "é", "e\u0301", "stra\u00dfe", "STRASSE"]
-_IDS = st.sampled_from(_ID_POOL)
-_TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=8)
-_WHEN = st.datetimes(
-    min_value=datetime(1970, 1, 2), max_value=datetime(2200, 1, 1), timezones=st.just(timezone.utc)
-)
-_SCALAR = st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False) | _TEXT
-
-
-_NAME = st.text(st.characters(categories=("L", "N", "P", "S")), min_size=1, max_size=12)
-"""User and group names (``ragkit.access.check_name``: no control characters or surrounding space)."""
-
-
-@st.composite
-def _records(draw, id: str) -> DocStatusRecord:
-    status = draw(st.sampled_from(list(DocStatus)))
-    return DocStatusRecord(
-        id=id,
-        status=status,
-        created_at=draw(_WHEN),
-        updated_at=draw(_WHEN),
-        error=draw(st.none() | _TEXT) if status is DocStatus.FAILED else None,
-        chunk_ids=draw(st.lists(_TEXT, max_size=3)),
-        content_hash=draw(_TEXT),
-        file_path=draw(st.none() | _TEXT),
-        content_length=draw(st.integers(0, 2**31)),
-        metadata=draw(st.dictionaries(_TEXT, _SCALAR, max_size=3)),
-        access=draw(st.none() | st.builds(AccessList, users=st.lists(_NAME, max_size=2),
-                                          groups=st.lists(_NAME, max_size=2))),
-    )
-
-
-class DocStatusMachine(AsyncStoreMachine):
-    """Random doc-status operations against the adapter and a dict."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.model: dict[str, DocStatusRecord] = {}
-        self.generation = self.run(self.store.generation())
-
-    def wrote(self, changed: bool) -> None:
-        """[doc_status.generation.every-write]: larger after a write that
-        changed records, never smaller (also across drop and reopen)."""
-        if Capability.GENERATION not in self.caps:
-            return
-        now = self.run(self.store.generation())
-        assert isinstance(now, int) and (now > self.generation if changed else now >= self.generation), (
-            f"generation {self.generation} -> {now} after a write{' that changed records' if changed else ''}"
-        )
-        self.generation = now
-
-    @initialize(data=st.data(), ids=st.lists(_IDS, min_size=2, max_size=5, unique=True))
-    def seed(self, data, ids):
-        self.upsert(data, ids)  # start every example with data
-
-    @rule(data=st.data(), ids=st.lists(_IDS, min_size=1, max_size=3, unique=True))
-    def upsert(self, data, ids):
-        recs = [data.draw(_records(i)) for i in ids]
-        self.run(self.store.upsert(recs))
-        for r in recs:
-            self.model[r.id] = r.model_copy(deep=True)
-        self.wrote(True)
-
-    @rule(id=_IDS | st.just("never"), to=st.sampled_from(list(DocStatus)), error=st.none() | _TEXT)
-    def transition(self, id, to, error):
-        current = self.model.get(id)
-        if current is None or to not in ALLOWED_TRANSITIONS[current.status]:
-            with pytest.raises(InvalidTransitionError):
-                self.run(self.store.transition(id, to, error=error))
-            self.wrote(False)
-            return
-        out = self.run(self.store.transition(id, to, error=error))
-        expected = current.model_copy(update={
-            "status": to, "updated_at": out.updated_at, "error": error if to is DocStatus.FAILED else None,
-        })
-        diff = _diff(expected, out)
-        assert diff is None, f"transition({id!r}, {to}): {diff}"
-        self.model[id] = out.model_copy(deep=True)
-        self.wrote(True)
-
-    @precondition(lambda self: bool(self.model))
-    @rule(data=st.data(), to=st.sampled_from(list(DocStatus)), error=st.none() | _TEXT)
-    def transition_existing(self, data, to, error):
-        self.transition(data.draw(st.sampled_from(sorted(self.model)), label="existing id"), to, error)
-
-    @precondition(lambda self: bool(self.model))
-    @rule(data=st.data())
-    def delete_existing(self, data):
-        self.delete([data.draw(st.sampled_from(sorted(self.model)), label="existing id"), "never"])
-
-    @rule(ids=st.lists(_IDS | st.just("never"), max_size=3))
-    def delete(self, ids):
-        self.run(self.store.delete(ids))
-        present = [i for i in ids if i in self.model]
-        for i in ids:
-            self.model.pop(i, None)
-        self.wrote(bool(present))
-
-    @rule(ids=st.lists(_IDS | st.just("never"), max_size=5))
-    def get(self, ids):
-        got = self.run(self.store.get(ids))
-        assert len(got) == len(ids)
-        for i, rec in zip(ids, got):
-            diff = _diff(self.model.get(i), rec)
-            assert diff is None, f"get({i!r}): {diff}"
-
-    @rule(status=st.none() | st.sampled_from(list(DocStatus)), limit=st.integers(1, 4))
-    def page_through(self, status, limit):
-        ids = self.run(_walk(self.store, status, limit))
-        expected = sorted(i for i, r in self.model.items() if status is None or r.status == status)
-        assert ids == expected, f"list_page({status}, limit={limit}) walk: {ids} != {expected}"
-
-    @precondition(lambda self: len(self.model) > 2)
-    @rule()
-    def drop(self):
-        self.run(self.store.drop())
-        self.model.clear()
-        self.wrote(True)
-
-    @precondition(lambda self: self.may_reopen(bool(self.model)))
-    @rule()
-    def reopen(self):
-        self.reopen_store()
-        self.wrote(False)
-
-    @invariant()
-    def counts_match(self):
-        assert self.run(self.store.counts()) == _counts(self.model)
-
-
-class DocStatusStateMachineTests:
-    def test_differential_state_machine(self, adapter):
-        """Random sequences of upserts (random statuses, timestamps, fields),
-        transitions (allowed and refused), deletes, gets, full paging walks with
-        random limits and status filters, drop and (if PERSISTENT) close/reopen
-        agree with a dict; ``counts()`` compared after every step, and (if
-        GENERATION) the generation larger after every write that changed
-        records, never smaller.
-
-        Troubleshoot: hypothesis prints the shortest failing step sequence;
-        replay it against the adapter.
-        """
-        run_machine(DocStatusMachine, adapter)
 
 
 @contract("doc_status", DocStatusStore)

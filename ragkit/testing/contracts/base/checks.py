@@ -1,8 +1,8 @@
 """Rule ids: the protocol docstrings state each rule with an id in brackets
 (``[vector.query.min-score-inclusive]``), and each contract test names the
-rules it checks with ``@checks(...)``. ``rule_listing()`` maps every rule to
-its tests; ``python -m ragkit.testing.contracts --rules`` prints that listing
-and exits 1 when a rule has no test or a test names a rule no docstring states.
+rules it checks with ``@checks(...)``. ``protocol_rules()`` reads the stated
+ids; the report (``ragkit.testing.contracts.report``, ``python -m
+ragkit.testing.contracts --rules``) maps every rule to its tests.
 """
 
 from __future__ import annotations
@@ -70,33 +70,3 @@ def protocol_rules() -> dict[str, str]:
             for rule in RULE_ID.findall(doc):
                 rules.setdefault(rule, name)
     return rules
-
-
-def _rule_tests(cls: type) -> dict[str, list[str]]:
-    from ragkit.testing.contracts._base import contract_test_names
-
-    out: dict[str, list[str]] = {}
-    for name in contract_test_names(cls):
-        fn = inspect.getattr_static(cls, name)
-        for rule in getattr(fn, "ragkit_rules", ()):
-            out.setdefault(rule, []).append(f"{cls.__name__}.{name}")
-    return out
-
-
-def rule_listing() -> dict[str, Any]:
-    """``{"rules": {rule: [Contract.test, ...]}, "untested": [...], "unknown": {rule: [tests]}}``."""
-    from ragkit.testing.contracts import CONTRACTS
-    from ragkit.testing.contracts.cross import CrossProtocolContract
-    from ragkit.testing.contracts.lease import LeaseContract
-
-    stated = protocol_rules()
-    tests: dict[str, list[str]] = {}
-    for cls in [*CONTRACTS.values(), CrossProtocolContract, LeaseContract]:
-        for rule, names in _rule_tests(cls).items():
-            tests.setdefault(rule, []).extend(names)
-    return {
-        "rules": {rule: sorted(tests.get(rule, [])) for rule in sorted(stated)},
-        "stated_in": dict(sorted(stated.items())),
-        "untested": sorted(r for r in stated if not tests.get(r)),
-        "unknown": {r: sorted(t) for r, t in sorted(tests.items()) if r not in stated},
-    }

@@ -10,27 +10,24 @@ and override its ``adapter`` fixture. What lives here:
   ``test_aaa_store_is_empty`` canary;
 - ``needs``: how a test declares the optional ``Capability`` it tests;
 - ``same``/``difference``: value comparison that tells ``True`` from ``1`` and
-  ``1`` from ``1.0`` (Python's ``==`` does not);
-- the hypothesis budget of the differential state machines and
-  ``AsyncStoreMachine``, the base of those machines (it owns one event loop).
+  ``1`` from ``1.0`` (Python's ``==`` does not).
+
+The differential state machines' base is ``base.machine``, the rule ids and
+``@checks`` are ``base.checks``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import inspect
 import math
-import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
 import pytest
 import pytest_asyncio
-from hypothesis import HealthCheck, Phase, settings
-from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from ragkit.plugins.kinds import KINDS
 from ragkit.protocols.base import BaseStore, Capability
@@ -405,119 +402,3 @@ def same(expected: Any, actual: Any) -> bool:
 def _short(value: Any, limit: int = 120) -> str:
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
-
-
-# -- differential state machines ----------------------------------------------------------
-
-DEFAULT_EXAMPLES = 25
-DEFAULT_STEPS = 30
-
-
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name}={raw!r} is not an integer") from exc
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return value
-
-
-def on_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no"}
-
-
-def machine_budget() -> dict[str, Any]:
-    """Examples and steps of each differential state machine run (read from the
-    environment every time, so a test session can change it)."""
-    return {
-        "examples": _env_int("RAGKIT_CONTRACT_EXAMPLES", DEFAULT_EXAMPLES),
-        "steps": _env_int("RAGKIT_CONTRACT_STEPS", DEFAULT_STEPS),
-        "derandomize": on_ci(),
-    }
-
-
-def machine_settings() -> settings:
-    budget = machine_budget()
-    extra: dict[str, Any] = {}
-    if budget["derandomize"]:
-        extra["database"] = None  # CI: a fixed seed, nothing remembered between runs
-    return settings(
-        max_examples=budget["examples"],
-        stateful_step_count=budget["steps"],
-        derandomize=budget["derandomize"],
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        print_blob=True,
-        # Shrink to one minimal failing sequence; skip the costly "explain" phase.
-        report_multiple_bugs=False,
-        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-        **extra,
-    )
-
-
-class AsyncStoreMachine(RuleBasedStateMachine):
-    """Base of the differential machines: one fresh store per example, driven
-    through an event loop the machine owns (hypothesis' machines are sync).
-
-    ``factory`` builds the store (from the ``adapter`` fixture's class and
-    config with a unique workspace); subclasses keep a plain in-memory model
-    and compare every observation with it.
-    """
-
-    factory: ClassVar[Callable[[], Any]]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._runner = asyncio.Runner(loop_factory=asyncio.new_event_loop)
-        self.reopens = 0
-        try:
-            self.store = type(self).factory()
-            self.caps = declared(self.store)
-            self.run(self.store.open())
-        except BaseException:
-            self._runner.close()
-            raise
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return self._runner.run(coro)
-
-    max_reopens: ClassVar[int] = 2
-
-    def may_reopen(self, has_data: bool) -> bool:
-        """Reopen only PERSISTENT stores holding data, at most ``max_reopens`` times
-        per example (each reopen costs a full load)."""
-        return Capability.PERSISTENT in self.caps and has_data and self.reopens < self.max_reopens
-
-    def reopen_store(self) -> None:
-        """Close the store and continue with a new instance over the same config."""
-        self.reopens += 1
-        self.run(self.store.close())
-        self.store = type(self.store)(self.store.config)
-        self.run(self.store.open())
-
-    def teardown(self) -> None:
-        try:
-            if not self.store.is_open:
-                self.run(self.store.open())
-            try:
-                self.run(self.store.drop())
-            finally:
-                self.run(self.store.close())
-        finally:
-            self._runner.close()
-
-
-def run_machine(machine: type[AsyncStoreMachine], adapter: BaseStore) -> None:
-    """Run ``machine`` on fresh instances built from the adapter fixture's class
-    and config, each with a unique workspace."""
-    cls, config = type(adapter), adapter.config
-
-    def factory() -> Any:
-        return cls(config.model_copy(update={"workspace": unique_name(config.workspace, "sm")}))
-
-    bound = type(machine.__name__, (machine,), {"factory": staticmethod(factory)})
-    run_state_machine_as_test(bound, settings=machine_settings())

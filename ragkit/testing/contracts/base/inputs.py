@@ -81,3 +81,20 @@ async def durable_view(store: BaseStore) -> AsyncIterator[Any]:
     finally:
         await other.close()
         shutil.rmtree(dst, ignore_errors=True)
+
+
+def scan_result(seen: list[str], keep: set[str], doomed: set[str]) -> str | None:
+    """What a scan that deleted keys as it went got wrong (``None``: nothing):
+    ``seen`` is what it yielded, ``keep`` what was stored throughout,
+    ``doomed`` what was deleted during it."""
+    dupes = sorted({k for k in seen if seen.count(k) > 1}) if len(seen) != len(set(seen)) else []
+    if dupes:
+        return f"the scan yielded {dupes[:5]} twice while keys were deleted during it"
+    missed = sorted(keep - set(seen))
+    if missed:
+        return (
+            f"the scan skipped {len(missed)} keys stored for the whole scan (first {missed[:5]}) "
+            "while other keys were deleted during it: page by key, not by offset"
+        )
+    extra = sorted(set(seen) - keep - doomed)
+    return f"the scan yielded keys never stored: {extra[:5]}" if extra else None

@@ -28,8 +28,8 @@ from __future__ import annotations
 import asyncio
 
 from ragkit.protocols.lease import Holder, Lease
-from ragkit.testing.contracts._base import ContractBase, contract
-from ragkit.testing.contracts.rules import checks
+from ragkit.testing.contracts.base.checks import checks
+from ragkit.testing.contracts.base.contract import ContractBase, contract
 
 TTL = 30.0
 SHORT = 0.6
