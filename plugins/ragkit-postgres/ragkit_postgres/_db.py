@@ -207,21 +207,8 @@ class Database:
 
     # -- errors ----------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def errors(self, what: str) -> AsyncIterator[None]:
-        import asyncpg
-
-        try:
-            yield
-        except asyncpg.InvalidPasswordError as exc:
-            raise StoreError(f"{self.where} refused the credentials to {what}: {exc}") from exc
-        except (OSError, asyncpg.CannotConnectNowError, asyncpg.ConnectionDoesNotExistError,
-                asyncpg.InterfaceError) as exc:
-            raise StoreError(
-                f"cannot reach {self.where} to {what}: {exc}; is the server running and the dsn right?"
-            ) from exc
-        except asyncpg.PostgresError as exc:
-            raise StoreError(f"{self.where} failed to {what}: {exc}") from exc
+    def errors(self, what: str):
+        return errors(self.where, what)
 
     # -- schema ------------------------------------------------------------------------
 
@@ -307,6 +294,22 @@ def _schema(p: str) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {p}_writer (workspace {ident} PRIMARY KEY, holder text NOT NULL, "
         "backend_pid integer NOT NULL)",
     ]
+
+
+@asynccontextmanager
+async def errors(where: str, what: str) -> AsyncIterator[None]:
+    """asyncpg's errors as ``StoreError`` naming the server (password hidden) and the fix."""
+    import asyncpg
+
+    try:
+        yield
+    except asyncpg.InvalidPasswordError as exc:
+        raise StoreError(f"{where} refused the credentials to {what}: {exc}") from exc
+    except (OSError, asyncpg.CannotConnectNowError, asyncpg.ConnectionDoesNotExistError,
+            asyncpg.InterfaceError) as exc:
+        raise StoreError(f"cannot reach {where} to {what}: {exc}; is the server running and the dsn right?") from exc
+    except asyncpg.PostgresError as exc:
+        raise StoreError(f"{where} failed to {what}: {exc}") from exc
 
 
 class PostgresStore(BaseStore):
