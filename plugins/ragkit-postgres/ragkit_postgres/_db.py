@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import re
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -113,7 +114,10 @@ class Database:
     """One pool of one DSN in one event loop, shared by every store opened on
     it (counted: the last store to close closes the pool)."""
 
-    _shared: ClassVar[dict[tuple[Any, ...], Database]] = {}
+    _shared: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Database]]] = (
+        weakref.WeakKeyDictionary()
+    )
+    """Per event loop (a pool belongs to the loop it was made in), per DSN and pool options."""
 
     def __init__(self, options: PostgresOptions, key: tuple[Any, ...]) -> None:
         self.options = options
@@ -129,16 +133,17 @@ class Database:
 
     @classmethod
     async def attach(cls, options: PostgresOptions) -> Database:
-        key = (*options.pool_key(), options.table_prefix, id(asyncio.get_running_loop()))
-        db = cls._shared.get(key)
+        key = (*options.pool_key(), options.table_prefix)
+        shared = cls._shared.setdefault(asyncio.get_running_loop(), {})
+        db = shared.get(key)
         if db is None:
-            db = cls._shared[key] = cls(options, key)
+            db = shared[key] = cls(options, key)
         async with db._opening:
             if db.pool is None:
                 try:
                     await db._connect()
                 except BaseException:
-                    cls._shared.pop(key, None)
+                    shared.pop(key, None)
                     raise
             db.users += 1
         return db
@@ -147,7 +152,7 @@ class Database:
         self.users -= 1
         if self.users > 0:
             return
-        self._shared.pop(self.key, None)
+        self._shared.get(asyncio.get_running_loop(), {}).pop(self.key, None)
         pool, self.pool = self.pool, None
         if pool is not None:
             await pool.close()

@@ -72,6 +72,11 @@ class PostgresDocStatusStore(PostgresStore, DocStatusStore):
             await self._remove(conn, "")
 
     async def _remove(self, conn: Any, where: str, *args: Any) -> None:
+        # The counter's row first, as every write takes it: one lock order, no deadlock.
+        await conn.execute(
+            f"SELECT 1 FROM {self.table('doc_status_gen')} WHERE workspace = $1 AND namespace = $2 FOR UPDATE",
+            *self.scope,
+        )
         gone = await conn.fetch(
             f"DELETE FROM {self.table('doc_status')} WHERE workspace = $1 AND namespace = $2 {where} RETURNING id",
             *self.scope, *args,
