@@ -11,18 +11,19 @@ part of one transaction, committed when the block ends and rolled back when it
 raises or the process dies. Writes of stores outside any scope (files, other
 servers) are not undone; the pipeline's own recovery covers them as before.
 
-Rules for an adapter that offers a scope:
+What an adapter that offers a scope must do (no contract class checks these
+yet; ragkit-postgres's own tests do, kill -9 included):
 
-- [transaction.scope.whole] A batch written inside ``transaction()`` is seen
-  by every other connection either not at all or whole, also after a
-  ``kill -9`` of the writing process at any point of the block.
-- [transaction.scope.reads-own-writes] Reads made inside the block (by the
-  stores of the scope) see the block's writes.
-- [transaction.scope.nested] Entering the scope again inside the block joins
-  the running transaction (no new one, nothing committed early).
-- [transaction.scope.task-local] Only the task that entered the block, and
-  the tasks it starts inside, use the transaction: other tasks' calls (a query
-  answered meanwhile) run outside it and see committed data only.
+- Whole: a batch written inside ``transaction()`` is seen by every other
+  connection either not at all or whole, also after a ``kill -9`` of the
+  writing process at any point of the block.
+- Reads its own writes: reads made inside the block (by the stores of the
+  scope) see the block's writes.
+- Nested: entering the scope again inside the block joins the running
+  transaction (no new one, nothing committed early).
+- Task-local: only the task that entered the block, and the tasks it starts
+  inside, use the transaction; other tasks' calls (a query answered
+  meanwhile) run outside it and see committed data only.
 """
 
 from __future__ import annotations

@@ -54,6 +54,9 @@ class PostgresVectorStore(PostgresStore, VectorStore):
             self.stored_embedder = self.config.embedder if row is None else row[1]
             self.stored_dimension = None if dimension == self.dimension else dimension
             self.vectors = await self.db.vector_table(dimension)
+            self._settings = "SELECT set_config('hnsw.ef_search', $1, true)" + (
+                ", set_config('hnsw.iterative_scan', 'strict_order', true)" if self.db.vector_version >= (0, 8) else ""
+            )
         except BaseException:
             await super()._close()
             raise
@@ -92,9 +95,7 @@ class PostgresVectorStore(PostgresStore, VectorStore):
                 # 0.8+) scanning on until enough rows match: the index holds
                 # every workspace and namespace of this dimension, so even
                 # without a metadata filter the nearest rows may be others'.
-                await conn.execute("SELECT set_config('hnsw.ef_search', $1, true)", str(self.options.hnsw_ef_search))
-                if self.db.vector_version >= (0, 8):
-                    await conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
+                await conn.execute(self._settings, str(self.options.hnsw_ef_search))
                 rows = await conn.fetch(sql, *args, n)
             return [VectorHit(id=r[0], score=min(1.0, max(-1.0, float(r[1]))), metadata=json.loads(r[2]))
                     for r in rows]
