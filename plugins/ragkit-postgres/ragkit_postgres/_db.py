@@ -365,9 +365,11 @@ class PostgresStore(BaseStore):
 
     async def pages(self, sql: str, *args: Any) -> AsyncIterator[Any]:
         """Rows of ``sql`` a page at a time, keyed by their first column: ``sql``
-        takes ``args``, then the last key of the previous page (``NULL`` at the
-        start) and the page size [store.scan.complete-under-delete]."""
-        after: str | None = None
+        takes ``args``, then the last key of the previous page (``''`` at the
+        start: every key is longer, and so sorts after it in code point order)
+        and the page size [store.scan.complete-under-delete]. A plain ``key > $n``
+        is an index range, so each page costs its own rows only."""
+        after = ""
         while True:
             async with self.read("list records") as conn:
                 rows = await conn.fetch(sql, *args, after, self.options.batch_size)

@@ -119,12 +119,15 @@ class PostgresDocStatusStore(PostgresStore, DocStatusStore):
             )
 
     async def _list_page(self, status: DocStatus | None, limit: int, after: str | None) -> list[str]:
+        # Plain conditions (no "IS NULL OR"), so each is an index range: by
+        # (status, id) for one status, by the primary key for all.
+        sql = f"SELECT data FROM {self.table('doc_status')} WHERE workspace = $1 AND namespace = $2 AND id > $3 "
         async with self.read("list documents") as conn:
-            rows = await conn.fetch(
-                f"SELECT data FROM {self.table('doc_status')} WHERE workspace = $1 AND namespace = $2 "
-                "AND ($3::text IS NULL OR status = $3) AND ($4::text IS NULL OR id > $4) ORDER BY id LIMIT $5",
-                *self.scope, None if status is None else status.value, after, limit,
-            )
+            if status is None:
+                rows = await conn.fetch(sql + "ORDER BY id LIMIT $4", *self.scope, after or "", limit)
+            else:
+                rows = await conn.fetch(sql + "AND status = $5 ORDER BY id LIMIT $4", *self.scope, after or "",
+                                        limit, status.value)
         return [r[0] for r in rows]
 
     async def _generation(self) -> int:

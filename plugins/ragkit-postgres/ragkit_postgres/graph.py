@@ -116,19 +116,18 @@ class PostgresGraphStore(PostgresStore, GraphStore):
             return await conn.fetchval(f"SELECT count(*) FROM {self._in('edges')}", *self.scope)
 
     async def _nodes(self) -> AsyncIterator[Node]:
-        sql = f"SELECT id, properties FROM {self._in('nodes')} AND ($3::text IS NULL OR id > $3) ORDER BY id LIMIT $4"
+        sql = f"SELECT id, properties FROM {self._in('nodes')} AND id > $3 ORDER BY id LIMIT $4"
         async for row in self.pages(sql, *self.scope):
             yield Node(id=row[0], properties=json.loads(row[1]))
 
     async def _edges(self) -> AsyncIterator[Edge]:
         # Keyed by (a, b): pages by the pair, as a row value comparison.
-        after: tuple[str, str] | None = None
-        size = self.options.batch_size
+        after, size = ("", ""), self.options.batch_size
         while True:
             async with self.read("list edges") as conn:
                 rows = await conn.fetch(
-                    f"SELECT a, b, properties FROM {self._in('edges')} AND ($3::text IS NULL OR (a, b) > ($3, $4)) "
-                    "ORDER BY a, b LIMIT $5", *self.scope, *(after or (None, None)), size,
+                    f"SELECT a, b, properties FROM {self._in('edges')} AND (a, b) > ($3, $4) "
+                    "ORDER BY a, b LIMIT $5", *self.scope, *after, size,
                 )
             for a, b, props in rows:
                 yield Edge(source=a, target=b, properties=json.loads(props))

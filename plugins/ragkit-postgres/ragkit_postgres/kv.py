@@ -51,7 +51,7 @@ class PostgresKVStore(PostgresStore, KVStore):
 
     async def _keys(self) -> AsyncIterator[str]:
         sql = (f"SELECT key FROM {self.table('kv')} WHERE workspace = $1 AND namespace = $2 "
-               "AND ($3::text IS NULL OR key > $3) ORDER BY key LIMIT $4")
+               "AND key > $3 ORDER BY key LIMIT $4")
         async for row in self.pages(sql, *self.scope):
             yield row[0]
 

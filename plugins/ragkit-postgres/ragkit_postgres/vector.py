@@ -125,7 +125,7 @@ class PostgresVectorStore(PostgresStore, VectorStore):
 
     async def _ids(self) -> AsyncIterator[str]:
         sql = (f"SELECT id FROM {self.vectors} WHERE workspace = $1 AND namespace = $2 "
-               "AND ($3::text IS NULL OR id > $3) ORDER BY id LIMIT $4")
+               "AND id > $3 ORDER BY id LIMIT $4")
         async for row in self.pages(sql, *self.scope):
             yield row[0]
 
