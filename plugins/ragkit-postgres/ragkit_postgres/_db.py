@@ -363,6 +363,26 @@ class PostgresStore(BaseStore):
         async with self.db.errors(what), self.db.writing() as conn:
             yield conn
 
+    # -- rows keyed by one id column (KV records, vectors) ---------------------------
+
+    async def delete_keys(self, table: str, column: str, keys: list[str]) -> None:
+        async with self.write("delete records") as conn:
+            await conn.execute(
+                f"DELETE FROM {table} WHERE workspace = $1 AND namespace = $2 AND {column} = ANY($3::text[])",
+                *self.scope, keys,
+            )
+
+    async def count_rows(self, table: str) -> int:
+        async with self.read("count records") as conn:
+            return await conn.fetchval(f"SELECT count(*) FROM {table} WHERE workspace = $1 AND namespace = $2",
+                                       *self.scope)
+
+    async def scan_keys(self, table: str, column: str) -> AsyncIterator[str]:
+        sql = (f"SELECT {column} FROM {table} WHERE workspace = $1 AND namespace = $2 "
+               f"AND {column} > $3 ORDER BY {column} LIMIT $4")
+        async for row in self.pages(sql, *self.scope):
+            yield row[0]
+
     async def pages(self, sql: str, *args: Any) -> AsyncIterator[Any]:
         """Rows of ``sql`` a page at a time, keyed by their first column: ``sql``
         takes ``args``, then the last key of the previous page (``''`` at the

@@ -112,11 +112,7 @@ class PostgresDocStatusStore(PostgresStore, DocStatusStore):
         return {r[0]: r[1] for r in rows}
 
     async def _count(self) -> int:
-        async with self.read("count documents") as conn:
-            return await conn.fetchval(
-                f"SELECT count(*) FROM {self.table('doc_status')} WHERE workspace = $1 AND namespace = $2",
-                *self.scope,
-            )
+        return await self.count_rows(self.table("doc_status"))
 
     async def _list_page(self, status: DocStatus | None, limit: int, after: str | None) -> list[str]:
         # Plain conditions (no "IS NULL OR"), so each is an index range: by

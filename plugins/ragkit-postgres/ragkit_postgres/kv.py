@@ -37,23 +37,13 @@ class PostgresKVStore(PostgresStore, KVStore):
             )
 
     async def _delete(self, ids: list[str]) -> None:
-        async with self.write("delete records") as conn:
-            await conn.execute(
-                f"DELETE FROM {self.table('kv')} WHERE workspace = $1 AND namespace = $2 AND key = ANY($3::text[])",
-                *self.scope, ids,
-            )
+        await self.delete_keys(self.table("kv"), "key", ids)
 
     async def _count(self) -> int:
-        async with self.read("count records") as conn:
-            return await conn.fetchval(
-                f"SELECT count(*) FROM {self.table('kv')} WHERE workspace = $1 AND namespace = $2", *self.scope
-            )
+        return await self.count_rows(self.table("kv"))
 
-    async def _keys(self) -> AsyncIterator[str]:
-        sql = (f"SELECT key FROM {self.table('kv')} WHERE workspace = $1 AND namespace = $2 "
-               "AND key > $3 ORDER BY key LIMIT $4")
-        async for row in self.pages(sql, *self.scope):
-            yield row[0]
+    def _keys(self) -> AsyncIterator[str]:
+        return self.scan_keys(self.table("kv"), "key")
 
     async def _drop(self) -> None:
         async with self.write("drop") as conn:

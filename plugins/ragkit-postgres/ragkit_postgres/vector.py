@@ -111,23 +111,13 @@ class PostgresVectorStore(PostgresStore, VectorStore):
         return {r[0]: (parse_vector(r[1]), json.loads(r[2])) for r in rows}
 
     async def _delete(self, ids: list[str]) -> None:
-        async with self.write("delete vectors") as conn:
-            await conn.execute(
-                f"DELETE FROM {self.vectors} WHERE workspace = $1 AND namespace = $2 AND id = ANY($3::text[])",
-                *self.scope, ids,
-            )
+        await self.delete_keys(self.vectors, "id", ids)
 
     async def _count(self) -> int:
-        async with self.read("count vectors") as conn:
-            return await conn.fetchval(
-                f"SELECT count(*) FROM {self.vectors} WHERE workspace = $1 AND namespace = $2", *self.scope
-            )
+        return await self.count_rows(self.vectors)
 
-    async def _ids(self) -> AsyncIterator[str]:
-        sql = (f"SELECT id FROM {self.vectors} WHERE workspace = $1 AND namespace = $2 "
-               "AND id > $3 ORDER BY id LIMIT $4")
-        async for row in self.pages(sql, *self.scope):
-            yield row[0]
+    def _ids(self) -> AsyncIterator[str]:
+        return self.scan_keys(self.vectors, "id")
 
     async def _drop(self) -> None:
         async with self.write("drop") as conn:
