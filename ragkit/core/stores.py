@@ -83,6 +83,22 @@ class Stores:
                 if self.lock.sole:  # the last write out: what a failed one left unsaved is saved under the lock
                     await self._save_or_discard()
 
+    @contextlib.asynccontextmanager
+    async def atomic(self) -> AsyncIterator[None]:
+        """One backend transaction per distinct ``transaction_scope()`` of the
+        stores around the block (``ragkit.protocols.transaction``): the stores
+        of one database write a commit batch whole or not at all. Stores
+        without a scope write as they always do."""
+        scopes: dict[int, Any] = {}
+        for store in self.all():
+            scope = store.transaction_scope()
+            if scope is not None:
+                scopes.setdefault(id(scope), scope)
+        async with contextlib.AsyncExitStack() as stack:
+            for scope in scopes.values():
+                await stack.enter_async_context(scope.transaction())
+            yield
+
     async def _save_or_discard(self) -> None:
         """Flush the stores that keep writes in memory, or, when this process
         lost the lock (another writer may be at work), drop what they kept."""

@@ -222,7 +222,9 @@ class Indexer:
                 while len(batch) < min(remaining, self.config.max_batch_docs):
                     batch.append(await queue.get())
                 remaining -= len(batch)
-                async with self._commit_lock:
+                # One transaction across the stores that share a database: a
+                # batch is there whole or not at all, whenever the process dies.
+                async with self._commit_lock, self.stores.atomic():
                     await self._commit(batch, report)
         finally:
             for task in tasks:
@@ -301,7 +303,7 @@ class Indexer:
         problem = await asyncio.to_thread(unstorable, extractions)
         if problem:
             raise _unstorable_error(problem)
-        async with self._commit_lock:
+        async with self._commit_lock, self.stores.atomic():
             await self._write(window, extractions)
             # After the flush: a crash from here on keeps these chunks.
             await self.stores.doc_status.upsert([await self._status(doc.id, DocStatus.PROCESSING, mark=end)])

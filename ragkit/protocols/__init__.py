@@ -8,6 +8,7 @@ from ragkit.protocols.doc_status import DocStatusStore
 from ragkit.protocols.graph import EdgeKey, GraphStore, edge_key
 from ragkit.protocols.kv import KVStore
 from ragkit.protocols.lease import Fence, Holder, Lease
+from ragkit.protocols.transaction import TransactionScope
 from ragkit.protocols.models import (
     LLM,
     ChatRequest,
@@ -41,6 +42,7 @@ __all__ = [
     "Reranker",
     "StoreConfig",
     "Tokenizer",
+    "TransactionScope",
     "Usage",
     "VectorStore",
     "bypass_template",

@@ -81,6 +81,7 @@ from ragkit.errors import ConfigError, StoreClosedError, describe_validation_err
 
 if TYPE_CHECKING:
     from ragkit.protocols.lease import Fence, Lease
+    from ragkit.protocols.transaction import TransactionScope
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")
 
@@ -337,6 +338,13 @@ class BaseStore(ABC):
         ``None`` (the default): the store cannot hold one. The core asks the
         doc-status store first, then the graph, KV and vector stores; when none
         offers a lease, the lock is a file lock beside the workspace's files."""
+        return None
+
+    def transaction_scope(self) -> TransactionScope | None:
+        """Optional hook: the backend transaction this store can write through
+        together with the other stores returning the same object (rules:
+        ``ragkit.protocols.transaction``); the indexer commits each batch in
+        it. ``None`` (the default): every call applies on its own."""
         return None
 
     async def _fenced(self) -> None:

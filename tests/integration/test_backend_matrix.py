@@ -2,11 +2,11 @@
 embedded defaults: the same graph (nodes, edges, properties and sources), the
 same ids in every store and the same retrieved chunks for every question and mode.
 
-Combinations: ``RAGKIT_MATRIX=embedded,servers,mixed`` (default: all) selects;
+Combinations: ``RAGKIT_MATRIX=embedded,servers,mixed,postgres`` (default: all) selects;
 ``RAGKIT_MATRIX_REQUIRE`` lists those that must run: for them an unreachable
 server is a failure, not a skip (CI sets it). Server addresses come from each
 adapter's contract options (``RAGKIT_REDIS_URL``, ``RAGKIT_CHROMA_URL``,
-``RAGKIT_NEO4J_URI``...), the same place the contract suite reads them.
+``RAGKIT_NEO4J_URI``, ``RAGKIT_POSTGRES_URL``...), the same place the contract suite reads them.
 """
 
 from __future__ import annotations
@@ -35,12 +35,17 @@ COMBOS: dict[str, dict[str, str]] = {
     "embedded": {},
     "servers": {"kv": "redis", "doc_status": "redis", "vector": "chroma-http", "graph": "neo4j"},
     "mixed": {"kv": "sqlite", "vector": "qdrant", "graph": "networkx"},
+    "postgres": {"kv": "postgres", "doc_status": "postgres", "vector": "postgres", "graph": "postgres"},
 }
 MODES = ["local", "global", "hybrid", "naive", "mix", "ppr"]
-EXACT = {"chroma-http": {"hnsw_ef_search": 1000, "hnsw_ef_construction": 1000}}
+EXACT = {
+    "chroma-http": {"hnsw_ef_search": 1000, "hnsw_ef_construction": 1000},
+    "postgres": {"hnsw_ef_search": 1000},
+}
 """Chroma's HNSW is approximate and built by several threads, so with the default
 search breadth its neighbours can vary from run to run; searching as wide as the
-collection makes it exact, as the comparison with numpy's exact search needs."""
+collection makes it exact, as the comparison with numpy's exact search needs
+(pgvector's HNSW likewise)."""
 N_QUESTIONS = 6
 
 

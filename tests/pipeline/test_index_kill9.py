@@ -76,10 +76,11 @@ def finished(proc: subprocess.CompletedProcess | subprocess.Popen, stderr: str) 
     assert proc.returncode == 0, f"worker failed ({proc.returncode}):\n{stderr}"
 
 
-async def full_snapshot(workdir: Path) -> dict:
+async def full_snapshot(workdir: Path, settings: Settings | None = None) -> dict:
     """``store_snapshot`` plus what it leaves out: vectors and their metadata,
-    file paths, status records beyond the status, and the LLM cache."""
-    stores = build_stores(Settings(working_dir=workdir), 32)
+    file paths, status records beyond the status, and the LLM cache; of the
+    embedded stores in ``workdir`` unless ``settings`` name others."""
+    stores = build_stores(settings or Settings(working_dir=workdir), 32)
     await stores.open()
     try:
         snap = await store_snapshot(stores)

@@ -1,0 +1,400 @@
+"""What every PostgreSQL store shares: options, one asyncpg pool per DSN (and
+event loop), the schema and its version, the batch transaction, and error
+translation.
+
+Tables (``<prefix>`` defaults to ``ragkit``; every row carries its workspace
+and namespace, so one database holds any number of workspaces)::
+
+    <prefix>_schema          component -> schema version (one row)
+    <prefix>_kv              KV records (JSON text)
+    <prefix>_doc_status      status records, the generation of each row's last write
+    <prefix>_doc_status_gen  the generation counter per workspace and namespace
+    <prefix>_doc_status_gone tombstones of deleted ids (the change feed)
+    <prefix>_vectors_<dim>   vectors of one dimension (pgvector); metadata as JSON text
+                             (read back exactly) and jsonb (filtered in SQL)
+    <prefix>_vector_stores   the dimension and embedder each vector store holds
+    <prefix>_nodes           graph nodes (properties as JSON text)
+    <prefix>_edges           graph edges, canonical (a <= b)
+    <prefix>_writer          who holds each workspace's writer lock
+
+Ids are ``text COLLATE "C"``: compared and ordered code point by code point,
+never by a locale's collation. Every value is a bound parameter; table names
+come only from the validated prefix (and a vector dimension, an int).
+
+The batch transaction (``ragkit.protocols.TransactionScope``): stores of one
+DSN return the same ``Database`` from ``transaction_scope()``; inside
+``async with db.transaction():`` every statement of those stores, in this task
+and the tasks it starts, runs on one connection in one transaction (one at a
+time: asyncpg runs one statement per connection), so a commit batch of the
+indexer lands whole or not at all, also when the process is killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import re
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+from urllib.parse import urlparse
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ragkit.errors import StoreError
+from ragkit.protocols.base import BaseStore
+
+SCHEMA_VERSION = 1
+"""The schema this code writes; a database recording a larger one is refused."""
+COMPONENT = "ragkit-postgres"
+_PREFIX = re.compile(r"^[a-z][a-z0-9_]{0,29}$")
+HALFVEC_ABOVE = 2000
+"""pgvector's HNSW index takes ``vector`` up to 2,000 dimensions; above, the index is on ``halfvec``."""
+
+
+class PostgresOptions(BaseModel):
+    """``[kind.options]`` of every ``postgres`` store."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dsn: str = "postgresql://postgres@localhost:5432/postgres"
+    """``postgresql://user:password@host:port/database`` (``?host=/socket/dir`` for a Unix socket)."""
+    table_prefix: str = "ragkit"
+    """First part of every table name: lower-case letters, digits and ``_``, starting with a letter."""
+    min_connections: int = Field(default=1, ge=0)
+    max_connections: int = Field(default=10, ge=1)
+    command_timeout: float | None = Field(default=60.0, gt=0)
+    batch_size: int = Field(default=1000, ge=1, le=100_000)
+    """Rows per page of scans."""
+    hnsw_m: int = Field(default=16, ge=2, le=100)
+    hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)
+    hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
+    """Candidates the HNSW index search keeps; 1000 makes small collections exact."""
+
+    @field_validator("table_prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        if not _PREFIX.fullmatch(value):
+            raise ValueError(f"use 1-30 lower-case letters, digits or '_', starting with a letter, got {value!r}")
+        return value
+
+    @field_validator("dsn")
+    @classmethod
+    def _dsn(cls, value: str) -> str:
+        if urlparse(value).scheme not in ("postgres", "postgresql"):
+            raise ValueError("the dsn must start with postgresql:// (e.g. postgresql://user@host:5432/db)")
+        return value
+
+    def pool_key(self) -> tuple[Any, ...]:
+        return (self.dsn, self.min_connections, self.max_connections, self.command_timeout)
+
+
+def safe_dsn(dsn: str) -> str:
+    """The DSN for messages: the password hidden."""
+    parsed = urlparse(dsn)
+    if parsed.password:
+        return dsn.replace(f":{parsed.password}@", ":****@", 1)
+    return dsn
+
+
+@dataclass
+class _Transaction:
+    conn: Any
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+_CURRENT: contextvars.ContextVar[dict[int, _Transaction] | None] = contextvars.ContextVar(
+    "ragkit_postgres_transaction", default=None
+)
+
+
+class Database:
+    """One pool of one DSN in one event loop, shared by every store opened on
+    it (counted: the last store to close closes the pool)."""
+
+    _shared: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Database]]] = (
+        weakref.WeakKeyDictionary()
+    )
+    """Per event loop (a pool belongs to the loop it was made in), per DSN and pool options."""
+
+    def __init__(self, options: PostgresOptions, key: tuple[Any, ...]) -> None:
+        self.options = options
+        self.key = key
+        self.where = f"PostgreSQL {safe_dsn(options.dsn)}"
+        self.pool: Any = None
+        self.users = 0
+        self.vector_version: tuple[int, ...] = ()
+        self._ready_tables: set[str] = set()
+        self._opening = asyncio.Lock()
+
+    # -- sharing -------------------------------------------------------------------
+
+    @classmethod
+    async def attach(cls, options: PostgresOptions) -> Database:
+        key = (*options.pool_key(), options.table_prefix)
+        shared = cls._shared.setdefault(asyncio.get_running_loop(), {})
+        db = shared.get(key)
+        if db is None:
+            db = shared[key] = cls(options, key)
+        async with db._opening:
+            if db.pool is None:
+                try:
+                    await db._connect()
+                except BaseException:
+                    shared.pop(key, None)
+                    raise
+            db.users += 1
+        return db
+
+    async def detach(self) -> None:
+        self.users -= 1
+        if self.users > 0:
+            return
+        self._shared.get(asyncio.get_running_loop(), {}).pop(self.key, None)
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def _connect(self) -> None:
+        import asyncpg
+
+        async with self.errors("connect"):
+            self.pool = await asyncpg.create_pool(
+                self.options.dsn, min_size=min(self.options.min_connections, self.options.max_connections),
+                max_size=self.options.max_connections, command_timeout=self.options.command_timeout,
+            )
+        try:
+            await self._create_schema()
+        except BaseException:
+            await self.pool.close()
+            self.pool = None
+            raise
+
+    # -- connections and the batch transaction -------------------------------------
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        """A connection for one statement or a few: the batch transaction's
+        when this task is inside one, else one from the pool."""
+        current = (_CURRENT.get() or {}).get(id(self))
+        if current is not None:
+            async with current.lock:
+                yield current.conn
+            return
+        async with self.pool.acquire() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def writing(self) -> AsyncIterator[Any]:
+        """A connection inside a transaction: the statements of one write apply
+        together (a savepoint inside the batch transaction)."""
+        async with self.connection() as conn, conn.transaction():
+            yield conn
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """The batch transaction of every store of this database (see the module
+        docstring); joins the one this task is already in."""
+        current = dict(_CURRENT.get() or {})
+        if id(self) in current:
+            yield
+            return
+        async with self.errors("run a batch transaction"):
+            async with self.pool.acquire() as conn, conn.transaction():
+                current[id(self)] = _Transaction(conn)
+                token = _CURRENT.set(current)
+                try:
+                    yield
+                finally:
+                    _CURRENT.reset(token)
+
+    # -- errors ----------------------------------------------------------------------
+
+    def errors(self, what: str):
+        return errors(self.where, what)
+
+    # -- schema ------------------------------------------------------------------------
+
+    def table(self, name: str) -> str:
+        return f"{self.options.table_prefix}_{name}"
+
+    async def _create_schema(self) -> None:
+        """Create or upgrade every table, once per database, under a transaction
+        advisory lock (two processes opening a fresh database at once)."""
+        p = self.options.table_prefix
+        async with self.errors("create the schema"), self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"ragkit-schema:{p}")
+            await conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {p}_schema (component text PRIMARY KEY, version integer NOT NULL)"
+            )
+            found = await conn.fetchval(f"SELECT version FROM {p}_schema WHERE component = $1", COMPONENT)
+            if found is not None and found > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.where} holds ragkit tables (prefix {p!r}) of schema version {found}, newer than "
+                    f"this ragkit-postgres knows ({SCHEMA_VERSION}): upgrade ragkit-postgres "
+                    "(pip install -U ragkit-postgres), or use another table_prefix"
+                )
+            for statement in _schema(p):
+                await conn.execute(statement)
+            await conn.execute(
+                f"INSERT INTO {p}_schema (component, version) VALUES ($1, $2) "
+                "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+                COMPONENT, SCHEMA_VERSION,
+            )
+            version = await conn.fetchval("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            self.vector_version = tuple(int(x) for x in re.findall(r"\d+", version or ""))
+
+    async def vector_table(self, dimension: int) -> str:
+        """The table of vectors of ``dimension``, with its HNSW index (cosine;
+        on a ``halfvec`` cast above 2,000 dimensions), created on first use."""
+        name = self.table(f"vectors_{int(dimension)}")
+        if name in self._ready_tables:
+            return name
+        d, o = int(dimension), self.options
+        column = f"(embedding::halfvec({d})) halfvec_cosine_ops" if d > HALFVEC_ABOVE else "embedding vector_cosine_ops"
+        async with self.errors(f"create the table of {d}-dimension vectors"), self.pool.acquire() as conn, \
+                conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"ragkit-schema:{name}")
+            await conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {name} (workspace text COLLATE \"C\" NOT NULL, "
+                f"namespace text COLLATE \"C\" NOT NULL, id text COLLATE \"C\" NOT NULL, "
+                f"embedding vector({d}) NOT NULL, metadata text NOT NULL, attributes jsonb NOT NULL, "
+                "PRIMARY KEY (workspace, namespace, id))"
+            )
+            await conn.execute(
+                f"CREATE INDEX IF NOT EXISTS {name}_hnsw ON {name} USING hnsw ({column}) "
+                f"WITH (m = {o.hnsw_m}, ef_construction = {o.hnsw_ef_construction})"
+            )
+        self._ready_tables.add(name)
+        return name
+
+
+def _schema(p: str) -> list[str]:
+    ident = 'text COLLATE "C" NOT NULL'
+    scope = f"workspace {ident}, namespace {ident}"
+    return [
+        "CREATE EXTENSION IF NOT EXISTS vector",
+        f"CREATE TABLE IF NOT EXISTS {p}_kv ({scope}, key {ident}, value text NOT NULL, "
+        "PRIMARY KEY (workspace, namespace, key))",
+        f"CREATE TABLE IF NOT EXISTS {p}_doc_status ({scope}, id {ident}, status text NOT NULL, "
+        "data text NOT NULL, generation bigint NOT NULL, PRIMARY KEY (workspace, namespace, id))",
+        f"CREATE INDEX IF NOT EXISTS {p}_doc_status_by_status ON {p}_doc_status (workspace, namespace, status, id)",
+        f"CREATE INDEX IF NOT EXISTS {p}_doc_status_by_generation "
+        f"ON {p}_doc_status (workspace, namespace, generation)",
+        f"CREATE TABLE IF NOT EXISTS {p}_doc_status_gen ({scope}, generation bigint NOT NULL, "
+        "PRIMARY KEY (workspace, namespace))",
+        f"CREATE TABLE IF NOT EXISTS {p}_doc_status_gone ({scope}, id {ident}, generation bigint NOT NULL, "
+        "PRIMARY KEY (workspace, namespace, id))",
+        f"CREATE INDEX IF NOT EXISTS {p}_doc_status_gone_by_generation "
+        f"ON {p}_doc_status_gone (workspace, namespace, generation)",
+        f"CREATE TABLE IF NOT EXISTS {p}_vector_stores ({scope}, dimension integer NOT NULL, embedder text, "
+        "PRIMARY KEY (workspace, namespace))",
+        f"CREATE TABLE IF NOT EXISTS {p}_nodes ({scope}, id {ident}, properties text NOT NULL, "
+        "PRIMARY KEY (workspace, namespace, id))",
+        f"CREATE TABLE IF NOT EXISTS {p}_edges ({scope}, a {ident}, b {ident}, properties text NOT NULL, "
+        "PRIMARY KEY (workspace, namespace, a, b))",
+        f"CREATE INDEX IF NOT EXISTS {p}_edges_by_b ON {p}_edges (workspace, namespace, b)",
+        f"CREATE TABLE IF NOT EXISTS {p}_writer (workspace {ident} PRIMARY KEY, holder text NOT NULL, "
+        "backend_pid integer NOT NULL)",
+    ]
+
+
+@asynccontextmanager
+async def errors(where: str, what: str) -> AsyncIterator[None]:
+    """asyncpg's errors as ``StoreError`` naming the server (password hidden) and the fix."""
+    import asyncpg
+
+    try:
+        yield
+    except asyncpg.InvalidPasswordError as exc:
+        raise StoreError(f"{where} refused the credentials to {what}: {exc}") from exc
+    except (OSError, asyncpg.CannotConnectNowError, asyncpg.ConnectionDoesNotExistError,
+            asyncpg.InterfaceError) as exc:
+        raise StoreError(f"cannot reach {where} to {what}: {exc}; is the server running and the dsn right?") from exc
+    except asyncpg.PostgresError as exc:
+        raise StoreError(f"{where} failed to {what}: {exc}") from exc
+
+
+class PostgresStore(BaseStore):
+    """Base of every PostgreSQL store: the shared ``Database`` while open."""
+
+    Options: ClassVar[type[BaseModel]] = PostgresOptions
+    options: PostgresOptions
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self._db: Database | None = None
+        self.scope = (self.workspace, self.namespace)
+
+    @property
+    def db(self) -> Database:
+        assert self._db is not None, "the store is open, so it has its database"
+        return self._db
+
+    def table(self, name: str) -> str:
+        return f"{self.options.table_prefix}_{name}"
+
+    async def _open(self) -> None:
+        self._db = await Database.attach(self.options)
+
+    async def _close(self) -> None:  # nothing to flush: every write is applied when it returns
+        db, self._db = self._db, None
+        if db is not None:
+            await db.detach()
+
+    def transaction_scope(self) -> Database | None:
+        """Stores of one database write a commit batch in one transaction."""
+        return self._db
+
+    def writer_lease(self):
+        from ragkit_postgres.lease import PostgresLease
+
+        return PostgresLease(self)
+
+    @asynccontextmanager
+    async def read(self, what: str) -> AsyncIterator[Any]:
+        async with self.db.errors(what), self.db.connection() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def write(self, what: str) -> AsyncIterator[Any]:
+        async with self.db.errors(what), self.db.writing() as conn:
+            yield conn
+
+    # -- rows keyed by one id column (KV records, vectors) ---------------------------
+
+    async def delete_keys(self, table: str, column: str, keys: list[str]) -> None:
+        async with self.write("delete records") as conn:
+            await conn.execute(
+                f"DELETE FROM {table} WHERE workspace = $1 AND namespace = $2 AND {column} = ANY($3::text[])",
+                *self.scope, keys,
+            )
+
+    async def count_rows(self, table: str) -> int:
+        async with self.read("count records") as conn:
+            return await conn.fetchval(f"SELECT count(*) FROM {table} WHERE workspace = $1 AND namespace = $2",
+                                       *self.scope)
+
+    async def scan_keys(self, table: str, column: str) -> AsyncIterator[str]:
+        sql = (f"SELECT {column} FROM {table} WHERE workspace = $1 AND namespace = $2 "
+               f"AND {column} > $3 ORDER BY {column} LIMIT $4")
+        async for row in self.pages(sql, *self.scope):
+            yield row[0]
+
+    async def pages(self, sql: str, *args: Any) -> AsyncIterator[Any]:
+        """Rows of ``sql`` a page at a time, keyed by their first column: ``sql``
+        takes ``args``, then the last key of the previous page (``''`` at the
+        start: every key is longer, and so sorts after it in code point order)
+        and the page size [store.scan.complete-under-delete]. A plain ``key > $n``
+        is an index range, so each page costs its own rows only."""
+        after = ""
+        while True:
+            async with self.read("list records") as conn:
+                rows = await conn.fetch(sql, *args, after, self.options.batch_size)
+            for row in rows:
+                yield row
+            if len(rows) < self.options.batch_size:
+                return
+            after = rows[-1][0]

@@ -1,0 +1,130 @@
+"""Vector store ``postgres``: pgvector, cosine distance, an HNSW index."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ragkit.protocols.base import Capability
+from ragkit.protocols.vector import Filter, VectorStore, in_values, search_past_ties
+from ragkit.schema import JSONScalar, VectorHit
+from ragkit_postgres._db import HALFVEC_ABOVE, PostgresStore
+
+
+def vector_text(row: np.ndarray) -> str:
+    """pgvector's text form; ``repr`` of each float32 value reads back exactly."""
+    return "[" + ",".join(map(repr, np.asarray(row, dtype=np.float32).tolist())) + "]"
+
+
+def parse_vector(text: str) -> list[float]:
+    return np.asarray(json.loads(text), dtype=np.float32).tolist()
+
+
+class PostgresVectorStore(PostgresStore, VectorStore):
+    """Vectors of one dimension share ``<prefix>_vectors_<dim>`` (rows keyed by
+    workspace, namespace and id) and its HNSW index (``vector_cosine_ops``; on
+    ``halfvec`` above 2,000 dimensions, the index's limit for ``vector``, while
+    scores are computed on the full-precision column). Metadata filters are SQL
+    on a jsonb copy of the metadata (jsonb equality: numbers by value, a string
+    never equals a number, a bool only a bool). The dimension and embedder of
+    each store are recorded in ``<prefix>_vector_stores``.
+    """
+
+    name: ClassVar[str] = "postgres"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.PERSISTENT, Capability.TRANSACTIONAL, Capability.CONCURRENT_WRITES,
+         Capability.METADATA_FILTER, Capability.APPROXIMATE_SEARCH}
+    )
+
+    def where(self) -> str:
+        return f"vector store {self.workspace}/{self.namespace} in {self.db.where if self._db else 'PostgreSQL'}"
+
+    async def _open(self) -> None:
+        await super()._open()
+        try:
+            async with self.read("read the vector store's embedder") as conn:
+                row = await conn.fetchrow(
+                    f"SELECT dimension, embedder FROM {self.table('vector_stores')} "
+                    "WHERE workspace = $1 AND namespace = $2", *self.scope,
+                )
+            dimension = self.dimension if row is None else row[0]
+            self.stored_embedder = self.config.embedder if row is None else row[1]
+            self.stored_dimension = None if dimension == self.dimension else dimension
+            self.vectors = await self.db.vector_table(dimension)
+            self._settings = "SELECT set_config('hnsw.ef_search', $1, true)" + (
+                ", set_config('hnsw.iterative_scan', 'strict_order', true)" if self.db.vector_version >= (0, 8) else ""
+            )
+        except BaseException:
+            await super()._close()
+            raise
+
+    async def _upsert(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, JSONScalar]]) -> None:
+        texts = [json.dumps(m, ensure_ascii=False, allow_nan=False) for m in metadata]
+        async with self.write("write vectors") as conn:
+            await conn.execute(
+                f"INSERT INTO {self.table('vector_stores')} (workspace, namespace, dimension, embedder) "
+                "VALUES ($1, $2, $3, $4) ON CONFLICT (workspace, namespace) DO NOTHING",
+                *self.scope, self.dimension, self.config.embedder,
+            )
+            await conn.execute(
+                f"INSERT INTO {self.vectors} (workspace, namespace, id, embedding, metadata, attributes) "
+                "SELECT $1, $2, i, e::vector, m, m::jsonb FROM unnest($3::text[], $4::text[], $5::text[]) AS t(i, e, m) "
+                "ON CONFLICT (workspace, namespace, id) DO UPDATE SET embedding = excluded.embedding, "
+                "metadata = excluded.metadata, attributes = excluded.attributes",
+                *self.scope, ids, [vector_text(v) for v in vectors], texts,
+            )
+
+    async def _query(self, unit: np.ndarray, top_k: int, filter: Filter | None, min_score: float | None) -> list[VectorHit]:
+        args: list[Any] = [*self.scope, vector_text(unit)]
+        where = ""
+        for field, cond in (filter or {}).items():
+            values = in_values(field, cond) if isinstance(cond, dict) else [cond]
+            args += [field, [json.dumps(v) for v in values]]
+            where += f" AND (attributes -> ${len(args) - 1}) = ANY(${len(args)}::jsonb[])"
+        d = self.stored_dimension or self.dimension
+        order = f"(embedding::halfvec({d}) <=> $3::halfvec({d}))" if d > HALFVEC_ABOVE else "(embedding <=> $3::vector)"
+        sql = (f"SELECT id, 1 - (embedding <=> $3::vector) AS score, metadata FROM {self.vectors} "
+               f"WHERE workspace = $1 AND namespace = $2{where} ORDER BY {order} LIMIT ${len(args) + 1}")
+
+        async def search(n: int) -> list[VectorHit]:
+            async with self.db.errors("search vectors"), self.db.connection() as conn, conn.transaction():
+                # Local to this transaction: the search breadth, and (pgvector
+                # 0.8+) scanning on until enough rows match: the index holds
+                # every workspace and namespace of this dimension, so even
+                # without a metadata filter the nearest rows may be others'.
+                await conn.execute(self._settings, str(self.options.hnsw_ef_search))
+                rows = await conn.fetch(sql, *args, n)
+            return [VectorHit(id=r[0], score=min(1.0, max(-1.0, float(r[1]))), metadata=json.loads(r[2]))
+                    for r in rows]
+
+        return await search_past_ties(search, top_k, min_score)
+
+    async def _get(self, ids: list[str]) -> dict[str, tuple[Any, dict[str, Any]]]:
+        async with self.read("read vectors") as conn:
+            rows = await conn.fetch(
+                f"SELECT id, embedding::text, metadata FROM {self.vectors} WHERE workspace = $1 AND namespace = $2 "
+                "AND id = ANY($3::text[])", *self.scope, ids,
+            )
+        return {r[0]: (parse_vector(r[1]), json.loads(r[2])) for r in rows}
+
+    async def _delete(self, ids: list[str]) -> None:
+        await self.delete_keys(self.vectors, "id", ids)
+
+    async def _count(self) -> int:
+        return await self.count_rows(self.vectors)
+
+    def _ids(self) -> AsyncIterator[str]:
+        return self.scan_keys(self.vectors, "id")
+
+    async def _drop(self) -> None:
+        async with self.write("drop") as conn:
+            await conn.execute(f"DELETE FROM {self.vectors} WHERE workspace = $1 AND namespace = $2", *self.scope)
+            await conn.execute(
+                f"DELETE FROM {self.table('vector_stores')} WHERE workspace = $1 AND namespace = $2", *self.scope
+            )
+        # Empty now: the configured embedder's vectors are welcome.
+        self.vectors = await self.db.vector_table(self.dimension)
+        self.stored_dimension, self.stored_embedder = None, self.config.embedder

@@ -1,0 +1,251 @@
+"""ragkit-postgres beyond the contract: the schema's version, one pool and one
+transaction per database, halfvec above 2,000 dimensions, the advisory lock's
+life with its process, bound parameters, errors.
+
+The contract itself runs from ragkit's ``tests/contract`` (``TestKV_postgres``,
+``TestDocStatus_postgres``, ``TestVector_postgres``, ``TestGraph_postgres`` and
+the lease classes). Troubleshooting: every test needs the server at
+``RAGKIT_POSTGRES_URL`` (``scripts/postgres-server start``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from datetime import datetime, timezone
+
+import asyncpg
+import numpy as np
+import pytest
+
+from ragkit.errors import ConfigError, StoreError
+from ragkit.protocols import StoreConfig
+from ragkit.protocols.lease import Holder
+from ragkit.schema import DocStatus, DocStatusRecord
+from ragkit_postgres import (
+    SCHEMA_VERSION,
+    PostgresDocStatusStore,
+    PostgresGraphStore,
+    PostgresKVStore,
+    PostgresVectorStore,
+)
+
+T0 = datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+def rec(id: str, status: DocStatus = DocStatus.PENDING) -> DocStatusRecord:
+    return DocStatusRecord(id=id, status=status, created_at=T0, updated_at=T0)
+
+
+def fresh_prefix() -> str:
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+async def drop_prefix(url: str, prefix: str) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        tables = await conn.fetch("SELECT tablename FROM pg_tables WHERE tablename LIKE $1", prefix + "\\_%")
+        for (name,) in tables:
+            await conn.execute(f'DROP TABLE "{name}"')
+    finally:
+        await conn.close()
+
+
+async def test_schema_is_versioned_and_a_newer_one_is_refused(make_config, postgres_url):
+    """Opening creates the tables once and records the schema version; a
+    database recording a newer version is refused with a message naming both
+    versions and the fix, and nothing is opened.
+
+    Troubleshoot: ``Database._create_schema`` reads ``<prefix>_schema`` first.
+    """
+    prefix = fresh_prefix()
+    try:
+        store = PostgresKVStore(make_config("ns", table_prefix=prefix))
+        async with store:
+            await store.upsert({"k": {"v": 1}})
+        async with store:  # again: idempotent, the data kept
+            assert await store.get("k") == {"v": 1}
+        conn = await asyncpg.connect(postgres_url)
+        try:
+            assert await conn.fetchval(f"SELECT version FROM {prefix}_schema") == SCHEMA_VERSION
+            await conn.execute(f"UPDATE {prefix}_schema SET version = $1", SCHEMA_VERSION + 1)
+        finally:
+            await conn.close()
+        with pytest.raises(StoreError, match=rf"schema version {SCHEMA_VERSION + 1}, newer.*upgrade ragkit-postgres"):
+            await store.open()
+        assert not store.is_open
+    finally:
+        await drop_prefix(postgres_url, prefix)
+
+
+async def test_stores_of_one_database_share_one_pool_and_one_transaction(stores, make_config, postgres_url):
+    """The four stores of one DSN hold one pool (their ``transaction_scope()``
+    is one object); writes of three of them inside its transaction are unseen
+    by other connections until it ends, and a failure inside rolls all back.
+
+    Troubleshoot: every statement must go through ``Database.connection()``,
+    which hands out the transaction's connection inside one.
+    """
+    ws = f"w{uuid.uuid4().hex[:8]}"
+    kv = await stores(PostgresKVStore, make_config("kv", ws))
+    graph = await stores(PostgresGraphStore, make_config("graph", ws))
+    docs = await stores(PostgresDocStatusStore, make_config("docs", ws))
+    vectors = await stores(PostgresVectorStore, make_config("vec", ws, dimension=4))
+    scope = kv.transaction_scope()
+    assert scope is not None and all(s.transaction_scope() is scope for s in (graph, docs, vectors))
+
+    other = await asyncpg.connect(postgres_url)
+    try:
+        async def seen() -> int:
+            return await other.fetchval("SELECT count(*) FROM ragkit_kv WHERE workspace = $1", ws)
+
+        with pytest.raises(RuntimeError, match="boom"):
+            async with scope.transaction():
+                await kv.upsert({"a": {"x": 1}})
+                await graph.upsert_edges([("n1", "n2", {"w": 1})])
+                await docs.upsert([rec("d1")])
+                assert await kv.get("a") == {"x": 1}, "a read inside the transaction misses its writes"
+                assert await seen() == 0
+                raise RuntimeError("boom")
+        assert (await kv.count(), await graph.node_count(), await docs.count()) == (0, 0, 0)
+
+        async with scope.transaction():
+            await kv.upsert({"a": {"x": 1}})
+            async with scope.transaction():  # joins
+                await graph.upsert_edges([("n1", "n2", {"w": 1})])
+            await asyncio.gather(docs.upsert([rec("d1")]), vectors.upsert(["v"], [[1, 0, 0, 0]]))
+            assert await seen() == 0
+        assert await seen() == 1 and await graph.edge_count() == 1 and await docs.count() == 1
+    finally:
+        await other.close()
+
+
+async def test_a_reader_outside_the_batch_sees_committed_data_only(stores, make_config):
+    """Another task (a query answered during a commit) is not in the batch
+    transaction: it reads what was committed, and is not blocked."""
+    kv = await stores(PostgresKVStore, make_config("kv"))
+    await kv.upsert({"old": {"v": 0}})
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def batch() -> None:
+        async with kv.transaction_scope().transaction():
+            await kv.upsert({"new": {"v": 1}})
+            started.set()
+            await release.wait()
+
+    task = asyncio.create_task(batch())
+    await started.wait()
+    assert await asyncio.wait_for(kv.missing(["old", "new"]), 10) == {"new"}
+    release.set()
+    await task
+    assert await kv.missing(["old", "new"]) == set()
+
+
+async def test_halfvec_index_above_2000_dimensions(stores, make_config, postgres_url):
+    """A 2,048-dimension store gets its HNSW index on a halfvec cast (pgvector
+    indexes vector up to 2,000 dimensions), and still returns full-precision
+    vectors and exact cosine scores."""
+    store = await stores(PostgresVectorStore, make_config("big", dimension=2048))
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((20, 2048)).astype(np.float32)
+    await store.upsert([f"v{i}" for i in range(20)], m, [{"i": i} for i in range(20)])
+    hits = await store.query(m[7], 3)
+    assert hits[0].id == "v7" and abs(hits[0].score - 1.0) < 1e-5
+    assert np.array_equal(np.asarray((await store.get(["v7"]))[0].vector, dtype=np.float32), m[7])
+    conn = await asyncpg.connect(postgres_url)
+    try:
+        indexdef = await conn.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = 'ragkit_vectors_2048_hnsw'")
+    finally:
+        await conn.close()
+    assert "hnsw" in indexdef and "halfvec(2048)" in indexdef and "halfvec_cosine_ops" in indexdef
+
+
+async def test_filters_and_ids_are_bound_parameters(stores, make_config):
+    """Field names, values and ids that look like SQL are data, never SQL."""
+    store = await stores(PostgresVectorStore, make_config("sql", dimension=2))
+    evil = "x') OR 1=1; DROP TABLE ragkit_kv; --"
+    await store.upsert([evil, "plain"], [[1, 0], [0, 1]], [{evil: evil}, {"k": "v"}])
+    hits = await store.query([1, 1], 5, filter={evil: evil})
+    assert [h.id for h in hits] == [evil]
+    assert await store.query([1, 1], 5, filter={evil: {"$in": ["nope"]}}) == []
+    kv = await stores(PostgresKVStore, make_config("sql"))
+    await kv.upsert({evil: {evil: 1}})
+    assert await kv.get(evil) == {evil: 1}
+
+
+LEASE_CHILD = textwrap.dedent("""
+    import asyncio, sys
+    from ragkit.protocols import StoreConfig
+    from ragkit.protocols.lease import Holder
+    from ragkit_postgres import PostgresDocStatusStore
+
+    async def main(config):
+        store = PostgresDocStatusStore(StoreConfig.model_validate_json(config))
+        await store.open()
+        lease = store.writer_lease()  # kept: its connection holds the lock
+        assert await lease.acquire(Holder(what="child"), 30)
+        print("HELD", flush=True)
+        await asyncio.sleep(600)
+
+    asyncio.run(main(sys.argv[1]))
+""")
+
+
+async def test_the_advisory_lock_goes_with_its_holders_process(make_config):
+    """A process holding the writer lock is killed (-9): the server ends its
+    session and the lock is free for the next writer, with no expiry to wait
+    for; while it lived, every lease named it.
+
+    Troubleshoot: the lock must be a session-level ``pg_try_advisory_lock`` on
+    the lease's own connection, never a row with a TTL.
+    """
+    config = make_config("doc_status")
+    child = subprocess.Popen([sys.executable, "-c", LEASE_CHILD, config.model_dump_json()],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    store = PostgresDocStatusStore(config)
+    await store.open()
+    try:
+        assert child.stdout.readline().strip() == "HELD", child.stderr.read()
+        lease = store.writer_lease()
+        me = Holder(what="parent")
+        assert not await lease.acquire(me, 30)
+        holder = await lease.holder()
+        assert holder is not None and (holder.pid, holder.what) == (child.pid, "child")
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+        deadline = time.monotonic() + 20
+        while not await lease.acquire(me, 30):
+            assert time.monotonic() < deadline, "the dead holder's lock was not freed"
+            await asyncio.sleep(0.1)
+        assert (await lease.holder()).token == me.token and await lease.renew(me, 30)
+        await lease.release(me)
+        assert await lease.holder() is None
+    finally:
+        if child.poll() is None:
+            child.kill()
+        await store.drop()
+        await store.close()
+
+
+def test_options_are_validated(postgres_url):
+    """A table prefix that is not a plain identifier, a DSN of another scheme
+    and unknown options are configuration errors."""
+    with pytest.raises(ConfigError, match="table_prefix"):
+        PostgresKVStore(StoreConfig(namespace="n", options={"dsn": postgres_url, "table_prefix": "a; drop"}))
+    with pytest.raises(ConfigError, match="postgresql://"):
+        PostgresKVStore(StoreConfig(namespace="n", options={"dsn": "mysql://x@y/z"}))
+    with pytest.raises(ConfigError, match="dsnn"):
+        PostgresKVStore(StoreConfig(namespace="n", options={"dsnn": postgres_url}))
+
+
+async def test_unreachable_server_is_a_store_error_without_the_password():
+    store = PostgresKVStore(StoreConfig(namespace="n", options={"dsn": "postgresql://u:s3cret@127.0.0.1:1/db"}))
+    with pytest.raises(StoreError, match=r"cannot reach PostgreSQL postgresql://u:\*\*\*\*@127\.0\.0\.1:1/db") as info:
+        await store.open()
+    assert "s3cret" not in str(info.value) and not store.is_open
