@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO / "tests" / "pipeline"))
 from kill_worker import STORES, RecordingLLM, die, documents, index_config  # noqa: E402
 
 from ragkit.backends import build_stores  # noqa: E402
+from ragkit.core.stores import Stores  # noqa: E402
 from ragkit.rag import RAG  # noqa: E402
 from ragkit.settings import Settings  # noqa: E402
 from ragkit.testing import HashEmbedder  # noqa: E402
