@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from test_backend_matrix import MODES, settings_for
+from test_migrate import drop_all
 
 from ragkit.backends import build_store
 from ragkit.pipeline.migrate import PROGRESS_KEY, PROGRESS_NAMESPACE
@@ -83,14 +84,6 @@ async def answers_and_snapshot(settings: Settings, questions: list[dict]) -> tup
         return answers, await store_snapshot(rag.stores)
 
 
-async def drop(settings: Settings) -> None:
-    async with RAG(settings) as rag:
-        for store in rag.stores.all():
-            await store.drop()
-    async with build_store(settings, "kv", PROGRESS_NAMESPACE) as store:
-        await store.drop()
-
-
 @pytest.mark.parametrize("combo", ["embedded", "servers"])
 def test_a_migration_killed_mid_copy_resumes_and_verifies(combo, tmp_path):
     source = Settings(working_dir=tmp_path / "source", workspace="w")
@@ -134,4 +127,4 @@ def test_a_migration_killed_mid_copy_resumes_and_verifies(combo, tmp_path):
         assert got[0] == want[0]
     finally:
         if combo != "embedded":
-            asyncio.run(drop(target))
+            asyncio.run(drop_all(target))

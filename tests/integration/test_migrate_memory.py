@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 
 from test_backend_matrix import settings_for
+from test_migrate import drop_all
 
 from ragkit.rag import RAG
 from ragkit.settings import Settings
@@ -77,17 +78,6 @@ def fresh(settings: Settings) -> Settings:
     return settings.model_copy(update={"workspace": f"mem{uuid.uuid4().hex[:8]}"})
 
 
-async def _drop(settings: Settings) -> None:
-    from ragkit.backends import build_store
-    from ragkit.pipeline.migrate import PROGRESS_NAMESPACE
-
-    async with RAG(settings) as rag:
-        for store in rag.stores.all():
-            await store.drop()
-    async with build_store(settings, "kv", PROGRESS_NAMESPACE) as store:
-        await store.drop()
-
-
 def test_peak_memory_of_a_migration_does_not_grow_with_the_workspace(tmp_path: Path):
     servers = settings_for("servers", tmp_path / "servers")
     small, large = Settings(working_dir=tmp_path / "small"), Settings(working_dir=tmp_path / "large")
@@ -104,4 +94,4 @@ def test_peak_memory_of_a_migration_does_not_grow_with_the_workspace(tmp_path: P
         assert peaks["4N"] - peaks["N"] < SHARE * more, (peaks, more)
     finally:
         for target in targets:
-            asyncio.run(_drop(target))
+            asyncio.run(drop_all(target))
