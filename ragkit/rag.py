@@ -559,6 +559,9 @@ class RAG:
         finally:
             await record.close()
             await stores.close()
+            close = getattr(embedder, "aclose", None)
+            if close is not None:
+                await close()  # a remote embedder's HTTP client belongs to this loop
 
     create_entity = _sync(acreate_entity)
     edit_entity = _sync(aedit_entity)

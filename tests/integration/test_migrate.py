@@ -35,7 +35,7 @@ from ragkit.backends import build_store
 from ragkit.errors import MigrateError
 from ragkit.pipeline.check import check
 from ragkit.pipeline.config import IndexConfig
-from ragkit.pipeline.migrate import PROGRESS_NAMESPACE
+from ragkit.pipeline.migrate import PROGRESS_KEY, PROGRESS_NAMESPACE
 from ragkit.protocols import KVStore, VectorStore
 from ragkit.rag import RAG
 from ragkit.schema import Document, QueryParam
@@ -208,3 +208,26 @@ def test_another_embedder_or_the_same_workspace_is_refused(tmp_path):
         async with rag_for(other) as rag:
             return await rag.stores.full_docs.count()
     assert asyncio.run(empty()) == 0
+
+
+def test_an_interrupted_copy_of_a_source_that_changed_since_is_not_resumed(tmp_path):
+    source, target = Settings(working_dir=tmp_path / "a"), Settings(working_dir=tmp_path / "b")
+    _small_workspace(source)
+    with rag_for(source) as rag:
+        rag.migrate(target)
+
+    async def interrupt() -> None:  # as a run killed before its end leaves the record
+        async with build_store(target, "kv", PROGRESS_NAMESPACE) as store:
+            record = await store.get(PROGRESS_KEY)
+            await store.upsert({PROGRESS_KEY: {**record, "finished": False}})
+
+    asyncio.run(interrupt())
+    _small_workspace(source)  # the same text: nothing changes, so the copy resumes
+    with rag_for(source) as rag:
+        assert rag.migrate(target).resumed
+    asyncio.run(interrupt())
+    with rag_for(source) as rag:
+        rag.insert(["Grace Hopper wrote the first compiler at Remington Rand."])
+        with pytest.raises(MigrateError, match=r"has changed since.*--force"):
+            rag.migrate(target)
+        assert rag.migrate(target, force=True).records["doc_status"] == 2
