@@ -16,6 +16,7 @@
     │   ├── ElementNotFoundError    the entity or relation to edit does not exist
     │   └── ElementExistsError      the entity or relation to create already exists
     ├── ExportError                 an export format or target ragkit cannot write
+    ├── MigrateError                a migration ragkit refuses, or a copy that does not verify
     ├── WriterLockTimeoutError      another process kept the workspace's writer lock too long
     ├── WriterLeaseLostError        this process lost the writer lock mid-write (it stalled)
     ├── WriteAccessError            a principal's write that would hide its result from itself
@@ -115,6 +116,11 @@ class ElementExistsError(GraphEditError):
 
 class ExportError(RagkitError, ValueError):
     """An export format or target that ragkit cannot write."""
+
+
+class MigrateError(RagkitError):
+    """``ragkit migrate`` refused (non-empty target, other embedder, changed
+    source, one store on both sides) or its copy did not verify."""
 
 
 class WriterLockTimeoutError(RagkitError, TimeoutError):

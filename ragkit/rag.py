@@ -47,7 +47,7 @@ from pydantic import ValidationError
 
 from ragkit.access import AccessList, Principal
 from ragkit._loop_thread import LoopThread, await_on, call_on, iterate_on, relay_from, running_loop
-from ragkit.backends import build_model, build_stores
+from ragkit.backends import build_model, build_store, build_stores
 from ragkit.core.llm_cache import CachedLLM, counting
 from ragkit.core.stores import Stores
 from ragkit.protocols.vector import embedder_label
@@ -59,6 +59,7 @@ from ragkit.pipeline.export import ExportSummary, export_graph
 from ragkit.pipeline.identity import claim
 from ragkit.pipeline.index import IndexConfig, Indexer, IndexReport, Progress
 from ragkit.pipeline.load import LoadReport, load_documents
+from ragkit.pipeline.migrate import PROGRESS_NAMESPACE, MigrateReport, migrate
 from ragkit.plugins import create_model
 from ragkit.protocols import LLM, Embedder, Reranker, Tokenizer
 from ragkit.query.engine import Querier
@@ -535,6 +536,32 @@ class RAG:
         await self.aopen()
         return await export_graph(self.stores, path, format, principal=principal)
 
+    @_on_home_loop
+    async def amigrate(
+        self, target: Settings | str | os.PathLike[str], *, force: bool = False, batch: int = 256,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> MigrateReport:
+        """Copy this workspace, stored embeddings and LLM cache included, into
+        ``target`` (settings, or a settings file), which must use the same
+        embedder; resumes an interrupted copy, verifies, and refuses a
+        non-empty target unless ``force`` (``ragkit.pipeline.migrate``, docs/migrate.md)."""
+        target = target if isinstance(target, Settings) else load_settings(target).settings
+        await self.aopen()
+        embedder = build_model(target, "embedder")
+        stores = build_stores(target, embedder.dimension, embedder=embedder_label(embedder))
+        record = build_store(target, "kv", PROGRESS_NAMESPACE)
+        record.fence = stores.lock  # the progress record is written under the target's lock too
+        try:
+            await stores.open()
+            await record.open()
+            return await migrate(self.stores, stores, record, force=force, batch=batch, progress=progress)
+        finally:
+            await record.close()
+            await stores.close()
+            close = getattr(embedder, "aclose", None)
+            if close is not None:
+                await close()  # a remote embedder's HTTP client belongs to this loop
+
     create_entity = _sync(acreate_entity)
     edit_entity = _sync(aedit_entity)
     rename_entity = _sync(arename_entity)
@@ -545,6 +572,7 @@ class RAG:
     delete_relation = _sync(adelete_relation)
     insert_custom_kg = _sync(ainsert_custom_kg)
     export = _sync(aexport)
+    migrate = _sync(amigrate)
 
 
 def _model(kind: str, given: Any, settings: Settings) -> Any:

@@ -48,6 +48,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["json", "graphml", "csv"], help="default: from the output's suffix")
     p.set_defaults(run="ragkit.cli.export_cmd")
 
+    p = sub.add_parser("migrate", help="copy the workspace to other backends (embeddings and LLM cache included)")
+    p.add_argument("--to", required=True, metavar="OTHER.toml", help="the target's settings file (its backends and embedder)")
+    p.add_argument("--workspace", help="the workspace to copy (default: the configured one)")
+    p.add_argument("--to-workspace", metavar="NAME",
+                   help="the target's workspace (default: the one OTHER.toml names, else the source's name)")
+    p.add_argument("--force", action="store_true",
+                   help="copy into a target that holds data: empty it first (what it holds is deleted)")
+    p.add_argument("--batch", type=int, default=256, help="records per page read and written (default: %(default)s)")
+    p.add_argument("--json", action="store_true", help="the report as JSON")
+    p.set_defaults(run="ragkit.cli.migrate_cmd")
+
     p = sub.add_parser("query", help="answer a question with cited sources")
     p.add_argument("question")
     p.add_argument("--mode", default="ppr", choices=_RegisteredModes(), type=_mode, metavar="MODE",

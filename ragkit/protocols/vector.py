@@ -63,11 +63,17 @@ class VectorStore(KeyedStore):
       where missing.
     - [vector.ids.once] ``ids()`` yields every id once;
       [store.scan.complete-under-delete] holds for it.
+    - [vector.records.pages] ``records(batch)`` yields every stored id once,
+      with the vector and metadata ``get`` gives for it, in non-empty lists of
+      at most ``batch`` records: how a migration copies stored embeddings
+      without embedding again, in memory bounded by ``batch``.
     - [store.delete.missing-ok] ``delete`` ignores missing ids;
       [store.keys.exact] and [store.batch.large] hold for ids.
 
     Adapters implement the hooks ``_upsert``, ``_query``, ``_get``, ``_delete``,
-    ``_count``, ``_ids`` and ``_drop``; the public methods check the store is
+    ``_count``, ``_ids`` and ``_drop`` (``_records`` optionally: by default it
+    pages ``_ids`` and reads each page with ``_get``; override it to read a
+    page in one backend call); the public methods check the store is
     open, validate the vectors, metadata, ``top_k`` and filter, and apply
     ``min_score`` and the ranking rule to what ``_query`` returns.
     """
@@ -161,7 +167,39 @@ class VectorStore(KeyedStore):
         self._check_open()
         return self._while_open(self._ids())
 
+    @template("_records")
+    def records(self, batch: int = 256) -> AsyncIterator[list[VectorRecord]]:
+        """Every stored vector with its metadata, ``batch`` at most at a time
+        ([vector.records.pages]). Every store can answer it (the default hook
+        reads ``ids()`` and ``get``), so no capability gates it."""
+        self._check_open()
+        self.check_stored()
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise InvalidValueError(f"records needs batch >= 1, got {batch!r}")
+        return self._while_open(self._record_pages(batch))
+
+    async def _record_pages(self, batch: int) -> AsyncIterator[list[VectorRecord]]:
+        async for found in self._records(batch):
+            page = [r for r in self.records_in_order(list(found), found) if r is not None]
+            for start in range(0, len(page), batch):  # an adapter's page may be larger than asked
+                yield page[start : start + batch]
+
     # -- hooks ----------------------------------------------------------------------
+
+    async def _records(self, batch: int) -> AsyncIterator[Mapping[str, tuple[Any, Mapping[str, Any]]]]:
+        """Pages of ``{id: (vector, metadata)}`` covering every stored id once
+        (an async generator). The default reads ``_ids()`` ``batch`` at a time
+        and ``_get`` each page (ids deleted in between are left out); a backend
+        that returns vectors with a scan (a scroll, a keyset ``SELECT``) should
+        override it with one call per page."""
+        page: list[str] = []
+        async for id_ in self._ids():
+            page.append(id_)
+            if len(page) == batch:
+                yield await self._get(page)
+                page = []
+        if page:
+            yield await self._get(page)
 
     @abstractmethod
     async def _upsert(

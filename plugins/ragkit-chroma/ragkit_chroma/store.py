@@ -422,6 +422,24 @@ class ChromaVectorStore(VectorStore):
                 return
             offset += page
 
+    async def _records(self, batch: int) -> AsyncIterator[dict[str, tuple[list[float], dict[str, Any]]]]:
+        # The ids scan's pages, with embeddings and metadata: one request per page.
+        offset, page = 0, min(batch, self._batch)
+        while True:
+            got = await self._run(
+                "records",
+                lambda c: c.get(include=["embeddings", "metadatas"], limit=page, offset=offset),
+            )
+            if got is None:
+                return
+            yield {
+                id_: (np.asarray(vec, dtype=np.float32).tolist(), meta or {})
+                for id_, vec, meta in zip(got["ids"], got["embeddings"], got["metadatas"])
+            }
+            if len(got["ids"]) < page:
+                return
+            offset += page
+
     async def _get(self, ids: list[str]) -> dict[str, tuple[list[float], dict[str, Any]]]:
         def fetch(collection: Any) -> dict[str, tuple[list[float], dict[str, Any]]]:
             found = {}

@@ -364,6 +364,28 @@ class QdrantVectorStore(VectorStore):
             if offset is None:
                 return
 
+    async def _records(self, batch: int) -> AsyncIterator[dict[str, tuple[list[float], dict[str, Any]]]]:
+        # The ids scan's scroll, with vectors and payloads: one request per page.
+        offset = None
+        while True:
+            points, offset = await self._call(
+                "records",
+                self.client.scroll(
+                    self.collection_name,
+                    scroll_filter=self._filter(),
+                    limit=batch,
+                    offset=offset,
+                    with_payload=True,
+                    with_vectors=True,
+                ),
+            )
+            yield {
+                p.payload[ID_KEY]: (list(p.vector), _user_metadata(p.payload))  # type: ignore[arg-type,index]
+                for p in points
+            }
+            if offset is None:
+                return
+
     async def _get(self, ids: list[str]) -> dict[str, tuple[list[float], dict[str, Any]]]:
         found: dict[str, tuple[list[float], dict[str, Any]]] = {}
         step = self.options.batch_size

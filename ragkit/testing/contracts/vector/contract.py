@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from ragkit.testing.contracts.base.contract import (
     StoreContractBase,
     collect,
     contract,
+    difference,
     needs,
     reopened,
     sibling,
@@ -35,6 +37,7 @@ from ragkit.testing.contracts.vector.query import (
     assert_records,
     check_hits,
     cosines,
+    direction_diff,
     rand,
     unit,
 )
@@ -336,6 +339,33 @@ class VectorCountAndIdsTests:
         assert len(got) == len(set(got)), "ids() yielded duplicates"
         assert set(got) == set(ids)
         assert await adapter.count() == 1200
+
+    @checks("vector.records.pages")
+    async def test_records_yield_every_vector_once_in_pages(self, adapter):
+        """``records(batch)`` yields each stored id once (1200 ids, past page
+        sizes), with the vector (its direction) and metadata ``get`` gives, in
+        non-empty pages of at most ``batch``; a batch below 1 is refused.
+
+        Troubleshoot: override ``_records`` with the ids scan's own cursor
+        (scroll offset / last id), asking the backend for vectors and metadata.
+        """
+        d = adapter.dimension
+        ids = [f"r-{i:05d}" for i in range(1200)]
+        m = rand(1200, d, seed=23)
+        metas = [{"i": i, "odd": bool(i % 2)} for i in range(1200)]
+        await adapter.upsert(ids, m, metas)
+        seen: dict[str, Any] = {}
+        async for page in adapter.records(100):
+            assert 0 < len(page) <= 100, f"records(100) yielded a page of {len(page)}"
+            for rec in page:
+                assert rec.id not in seen, f"records() yielded {rec.id!r} twice"
+                seen[rec.id] = rec
+        assert set(seen) == set(ids)
+        for n, id_ in enumerate(ids):
+            assert direction_diff(m[n], seen[id_].vector) is None, id_
+            assert difference(metas[n], seen[id_].metadata) is None, id_
+        with pytest.raises(InvalidValueError):
+            adapter.records(0)
 
 
 class VectorDropAndIsolationTests:
