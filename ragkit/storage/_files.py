@@ -299,7 +299,7 @@ def _replace_snapshot(target: Path, write: Writer) -> int:
     return target.stat().st_size
 
 
-PIECE = 500
+PIECE = 64
 """Items per ``json.dumps`` call when a store encodes what it saves: one call
 holds the GIL from start to end (it runs no bytecode), so a whole store in one
 call would hold a server's loop for a second even from a worker thread; a
@@ -371,8 +371,9 @@ class JournaledFile(Generic[K]):
         self.lock: asyncio.Lock | None = None  # made by load(), in the store's open()
         self.wrote = False  # saved something since load(): only then may close compact
         self._seen: Signature = (None, None)  # the files as last loaded or written here
-        self._stable = asyncio.Event()  # cleared while a save's thread reads the state
+        self._stable = asyncio.Event()  # cleared while a thread reads the state (read_in_thread)
         self._stable.set()
+        self._reading = 0  # threads reading the state now
 
     @property
     def dirty(self) -> bool:
@@ -395,12 +396,25 @@ class JournaledFile(Generic[K]):
         return self.signature() != self._seen
 
     async def writable(self) -> None:
-        """Return once no save is reading the store's state: a store awaits
-        this first in every write (and in a reload), then changes its state
-        without awaiting anything else. Returns at once, without yielding, when
-        no save is encoding."""
-        while not self._stable.is_set():  # another save may start before this waiter runs
+        """Return once no thread is reading the store's state (a save encoding
+        it, a large search): a store awaits this first in every write (and in
+        a reload), then changes its state without awaiting anything else.
+        Returns at once, without yielding, when no thread reads."""
+        while not self._stable.is_set():  # another reader may start before this waiter runs
             await self._stable.wait()
+
+    async def read_in_thread(self, fn: Callable[[], T]) -> T:
+        """``fn()`` in a worker thread, the store's writes waiting meanwhile
+        (``writable``): ``fn`` may read the state, never change it. Readers on
+        the loop go on."""
+        self._reading += 1
+        self._stable.clear()
+        try:
+            return await _in_thread(fn)
+        finally:
+            self._reading -= 1
+            if not self._reading:
+                self._stable.set()
 
     def touch(self, keys: Iterable[K]) -> None:
         """Record that ``keys`` changed (were written or deleted) since the last save."""
@@ -495,11 +509,7 @@ class JournaledFile(Generic[K]):
             keys = list(self._pending)
             self._pending.clear()  # writes from now on belong to the next save
             try:
-                self._stable.clear()
-                try:
-                    write = await _in_thread(partial(self._plan, keys, encode, snapshot, compact))
-                finally:
-                    self._stable.set()
+                write = await self.read_in_thread(partial(self._plan, keys, encode, snapshot, compact))
                 await _in_thread(write)
             except BaseException:
                 self.touch(keys)  # not (known to be) saved: pending again

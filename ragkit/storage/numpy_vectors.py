@@ -55,6 +55,10 @@ _EXTREME_HI = 1e18
 _EXTREME_LO = 1e-18
 _LENGTH = struct.Struct("<I")
 _JOURNAL_DTYPE = np.dtype("<f4")
+THREAD_ROWS = 20_000
+"""From this many rows on, a search runs in a worker thread (its matrix product
+releases the GIL; a filter's scan of every row's metadata is pure Python):
+milliseconds to a second that the event loop's other requests need not wait."""
 
 
 def _dumps(data: object) -> bytes:
@@ -352,6 +356,12 @@ class NumpyVectorStore(JournaledStore, VectorStore):
     async def _query(
         self, unit: np.ndarray, top_k: int, filter: Filter | None, min_score: float | None
     ) -> list[VectorHit]:
+        if self._n < THREAD_ROWS:
+            return self._search(unit, top_k, filter, min_score)
+        # Writes wait for the thread: the rows it reads stay where they are.
+        return await self._file.read_in_thread(lambda: self._search(unit, top_k, filter, min_score))
+
+    def _search(self, unit: np.ndarray, top_k: int, filter: Filter | None, min_score: float | None) -> list[VectorHit]:
         n = self._n
         if not self._index:
             return []
