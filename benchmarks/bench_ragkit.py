@@ -104,7 +104,7 @@ class BenchLLM:
         from ragkit.protocols.models import Completion, Usage
 
         texts = [request.system or "", *(m.content for m in request.history), request.prompt]
-        from ragkit.pipeline.prompts import is_gleaning_request
+        from ragkit.core.prompts import is_gleaning_request
 
         role = "gleaning" if is_gleaning_request(request) else request.role
         text = await self.latency(texts, lambda: self.inner.answer(request), role)
@@ -133,7 +133,7 @@ class ScaledReplay:
     def answer(self, request: Any) -> str:
         import re
 
-        from ragkit.pipeline.prompts import chunk_text_of, render_rows
+        from ragkit.core.prompts import chunk_text_of, render_rows
         from ragkit.schema import Entity, Relation
         from ragkit.testing.replay import canonical_extraction
 
@@ -206,8 +206,8 @@ class CountingEmbedder:
 
 
 def make_rag(working_dir: Path, llm: Any, embedder: Any, args: argparse.Namespace, **settings: Any):
-    from ragkit.pipeline.config import IndexConfig
     from ragkit.rag import RAG
+    from ragkit.sections.index import IndexConfig
     from ragkit.settings import Settings
 
     index = IndexConfig.model_validate({"llm_concurrency": args.concurrency, "extract": {"gleaning": args.gleaning}})

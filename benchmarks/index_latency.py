@@ -119,7 +119,7 @@ class LoopLag:
 
 
 def index_config(settings: RunSettings) -> Any:
-    from ragkit.pipeline.config import IndexConfig
+    from ragkit.sections.index import IndexConfig
 
     return IndexConfig.model_validate(
         {"llm_concurrency": settings.concurrency, "extract": {"gleaning": settings.gleaning}}

@@ -130,11 +130,11 @@ def run_child(python: str, cwd: Path, file: Path, timeout: float) -> dict:
 
 _OPEN_STORES = """
 import asyncio, resource, sys
-from ragkit.core.stores import Stores
+from ragkit.backends import build_stores
 from ragkit.settings import load_settings
 
 async def main():
-    stores = Stores.from_settings(load_settings().settings, 64)
+    stores = build_stores(load_settings().settings, 64)
     await stores.open()
     await stores.graph.node_count()
     await stores.close()

@@ -106,8 +106,8 @@ def build_documents(docs: int, chunks: int, chunk_size: int, overlap: int) -> li
 
 
 async def index(args: argparse.Namespace, documents: list[Any], working_dir: Path) -> dict[str, Any]:
-    from ragkit.pipeline.config import IndexConfig
     from ragkit.rag import RAG
+    from ragkit.sections.index import IndexConfig
     from ragkit.settings import Settings
     from ragkit.testing import HashEmbedder
 

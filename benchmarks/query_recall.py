@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 
 import ragkit
-from ragkit.pipeline.config import IndexConfig
 from ragkit.rag import RAG
 from ragkit.schema import Document, QueryParam
+from ragkit.sections.index import IndexConfig
 from ragkit.settings import Settings
 from ragkit.testing.musique_keywords import question_keywords
 from ragkit.testing.recall import gold_passages, passage_text, score, summarise

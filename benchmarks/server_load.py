@@ -59,7 +59,9 @@ def _free_port() -> int:
 
 def _env(working_dir: Path, llm: str = "replay") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGKIT_") or k == "RAGKIT_MUSIQUE_DIR"}
-    return {**env, "RAGKIT_WORKING_DIR": str(working_dir), "RAGKIT_LLM": llm, "RAGKIT_EMBEDDER": "hash"}
+    # The replay LLM is a test double, registered only when asked for.
+    return {**env, "RAGKIT_WORKING_DIR": str(working_dir), "RAGKIT_LLM": llm, "RAGKIT_EMBEDDER": "hash",
+            "RAGKIT_TEST_DOUBLES": "1"}
 
 
 def _pct(values: list[float], q: float) -> float:

@@ -1,11 +1,15 @@
-"""Build the configured adapters from settings."""
+"""Build the configured adapters from settings: the wiring, at the top of the
+house (beside ``rag.py``, the CLI and the server), so that nothing under it
+(``core``, the pipeline, the query side) imports settings to build a store."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ragkit.core.stores import Stores
 from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.plugins import Registry, create_model, create_store, get_registry
+from ragkit.protocols import KVStore, VectorStore
 from ragkit.protocols.base import StoreConfig
 from ragkit.settings import SECTIONS, Settings
 
@@ -35,6 +39,36 @@ def build_store(
     backend = getattr(settings, kind)
     config = store_config(settings, kind, namespace, dimension, embedder)
     return create_store(kind, backend.name, config, registry or get_registry())
+
+
+def build_stores(
+    settings: Settings, dimension: int, registry: Registry | None = None, embedder: str | None = None
+) -> Stores:
+    """The workspace's stores, each of the configured kind, and its writer lock
+    set from ``[lock]``. ``embedder``: the configured one's
+    ``vector.embedder_label``, which the vector stores record and name when
+    another's vectors meet them."""
+
+    def kv(ns: str) -> KVStore:
+        return build_store(settings, "kv", ns, registry=registry)
+
+    def vec(ns: str) -> VectorStore:
+        return build_store(settings, "vector", ns, dimension, registry=registry, embedder=embedder)
+
+    stores = Stores(
+        full_docs=kv("full_docs"),
+        chunks=kv("chunks"),
+        extractions=kv("extractions"),
+        llm_cache=kv("llm_cache"),
+        doc_paths=kv("doc_paths"),
+        chunk_vectors=vec("chunks"),
+        entity_vectors=vec("entities"),
+        relation_vectors=vec("relations"),
+        graph=build_store(settings, "graph", "graph", registry=registry),
+        doc_status=build_store(settings, "doc_status", "doc_status", registry=registry),
+    )
+    stores.lock.settings = settings.lock
+    return stores
 
 
 def build_model(settings: Settings, kind: str, registry: Registry | None = None) -> Any:

@@ -54,6 +54,13 @@ def register_llms(register):
 
 
 @hookimpl
+def register_embedders(register):
+    from ragkit.offline.embedder import HashEmbedder
+
+    register(HashEmbedder)
+
+
+@hookimpl
 def register_query_modes(register):
     from ragkit.query.modes import BUILTIN_MODES
 

@@ -47,7 +47,7 @@ from pydantic import ValidationError
 
 from ragkit.access import AccessList, Principal
 from ragkit._loop_thread import LoopThread, await_on, call_on, iterate_on, relay_from, running_loop
-from ragkit.backends import build_model
+from ragkit.backends import build_model, build_stores
 from ragkit.core.llm_cache import CachedLLM, counting
 from ragkit.core.stores import Stores
 from ragkit.protocols.vector import embedder_label
@@ -171,8 +171,7 @@ class RAG:
         self._llm = llm
         self.index_config = index or self.settings.index
         self.progress = progress
-        self.stores = Stores.from_settings(self.settings, self.embedder.dimension,
-                                           embedder=embedder_label(self.embedder))
+        self.stores = build_stores(self.settings, self.embedder.dimension, embedder=embedder_label(self.embedder))
         self._cached_llm: CachedLLM | None = None
         self._loops = _Loops()
         self._opening: asyncio.Future[None] | None = None
@@ -335,7 +334,7 @@ class RAG:
         (``ragkit.pipeline.identity``), so a submission never changes or
         reveals a document the principal may not read. The report then covers
         the submitted documents only."""
-        inputs = _inputs(texts, paths, documents)
+        inputs = _insert_inputs(texts, paths, documents)
         missing = [p.as_posix() for p in inputs if isinstance(p, Path) and not os.path.lexists(p)]
         if missing:
             raise InputNotFoundError(missing)
@@ -557,19 +556,19 @@ def _model(kind: str, given: Any, settings: Settings) -> Any:
 # -- what insert accepts ----------------------------------------------------------
 
 
-def _inputs(texts: Any, paths: Any, documents: Any) -> list[str | Path | Document]:
+def _insert_inputs(texts: Any, paths: Any, documents: Any) -> list[str | Path | Document]:
     """The inputs of ``insert`` for the loader, each of the kind its argument
     says (a string in ``texts`` is content, in ``paths`` a path), or a
     ``TypeError`` that names the right argument for a misplaced one."""
     if texts is None and paths is None and documents is None:
         raise TypeError("insert() needs something to index: texts, paths=[...] or documents=[...]")
     found: list[str | Path | Document] = []
-    found += _items("texts", texts, str)
-    for path in _items("paths", paths, (str, os.PathLike)):
+    found += _items_of_argument("texts", texts, str)
+    for path in _items_of_argument("paths", paths, (str, os.PathLike)):
         if not os.fspath(path).strip():
             raise ValueError("insert(): an empty path in paths= (it would mean the current folder); drop it")
         found.append(Path(path))
-    found += _items("documents", documents, Document)
+    found += _items_of_argument("documents", documents, Document)
     return found
 
 
@@ -580,18 +579,21 @@ _WHERE = {
 }
 
 
-def _items(name: str, value: Any, kind: type | tuple[type, ...]) -> list[Any]:
+def _items_of_argument(name: str, value: Any, kind: type | tuple[type, ...]) -> list[Any]:
+    """The items of ``insert``'s argument ``name`` (one value or an iterable of
+    them), or a ``TypeError`` for the first one not of ``kind``."""
     if value is None:
         return []
     single = isinstance(value, (str, bytes, os.PathLike, Document, Mapping)) or not isinstance(value, Iterable)
     items = [value] if single else list(value)
     for item in items:
         if not isinstance(item, kind):
-            raise TypeError(f"insert(): {_WHERE[name]}; got {_short(item)}. {_fix(item)}")
+            raise TypeError(f"insert(): {_WHERE[name]}; got {_short_repr(item)}. {_fix_for_misplaced(item)}")
     return items
 
 
-def _fix(item: Any) -> str:
+def _fix_for_misplaced(item: Any) -> str:
+    """Which argument of ``insert`` takes ``item``."""
     if isinstance(item, os.PathLike):
         return "Fix: pass files and folders as paths=[...]"
     if isinstance(item, Document):
@@ -601,6 +603,6 @@ def _fix(item: Any) -> str:
     return "Fix: give texts as strings, files as paths=[...], Document objects as documents=[...]"
 
 
-def _short(item: Any) -> str:
+def _short_repr(item: Any) -> str:
     text = repr(item)
     return text if len(text) <= 60 else text[:57] + "..."

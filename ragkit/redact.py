@@ -68,8 +68,21 @@ _SHAPES = re.compile(
 )
 _AUTH_HEADERS = ("authorization", "proxy-authorization", "api-key", "x-api-key", "x-goog-api-key")
 
+_SECRET_WORDS = ("key", "token", "password", "passwd", "secret", "credential", "credentials", "auth")
+_SECRET_SUFFIXES = ("key", "token", "password", "secret")  # apikey, accesstoken
+
 _registered: set[str] = set()
 _lock = threading.Lock()
+
+
+def is_secret(name: str) -> bool:
+    """Whether a value named ``name`` is a credential, by the words of the name:
+    ``api_key``, ``auth_token``, ``apikey`` are; ``max_tokens`` and
+    ``summary_min_tokens`` (counts, not tokens) are not. One rule for the
+    settings (which hold such options as ``SecretStr``) and for the environment
+    variables ``redact`` hides."""
+    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
+    return any(w in _SECRET_WORDS or w.startswith("auth") or w.endswith(_SECRET_SUFFIXES) for w in words)
 
 
 def register_secret(value: str | None) -> None:
@@ -180,8 +193,6 @@ def _env_secrets() -> frozenset[str]:
 
 @functools.lru_cache(maxsize=1)
 def _scan_env(environ: frozenset[tuple[str, str]]) -> frozenset[str]:
-    from ragkit.settings import is_secret  # the settings' own rule for what a secret is called
-
     found: set[str] = set()
     for name, value in environ:
         if is_secret(name):

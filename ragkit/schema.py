@@ -249,7 +249,8 @@ class QueryParam(BaseModel):
     mode: str = "ppr"
     """A registered query mode (``ragkit plugins`` lists them; built-in: naive,
     local, global, hybrid, mix, ppr, bypass) or an import path ``pkg.mod:Class``. ``ppr`` by
-    default: the best recall at equal cost (20 chunks, LightRAG's context size; issue 17)."""
+    default: the best recall at equal cost (20 chunks, LightRAG's context size;
+    measured in benchmarks/findings.md)."""
     top_k: int = Field(default=40, ge=1)
     chunk_top_k: int = Field(default=20, ge=1)
     """Most chunks in the context, from every source (vector hits, chunks cited by

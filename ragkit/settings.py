@@ -26,6 +26,13 @@ such, anything else as a string.
 Options named like credentials (``api_key``, ``password``, ``auth_token``) are
 held as ``SecretStr``: no repr, dump or log shows them.
 
+Each plain section's model lives under settings and under its reader, so that
+loading settings loads no reader: ``[index]`` and ``[server]`` in
+``ragkit.sections``, ``[lock]`` in ``ragkit.core.lock``, ``[loaders]`` in
+``ragkit.loaders.limits``. Settings are read at the top (``rag.py``,
+``backends.py``, the CLI, the server); the pipeline and the query side are
+handed the typed sections (``tests/core/test_layers.py``).
+
 Why not pydantic-settings: its ``EnvSettingsSource`` was tried (issue 14). It
 reads ``RAGKIT_*`` into a nested dict but needs a subclass for a backend's
 variables (name and options, not fields) and JSON option values, while the
@@ -49,16 +56,14 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from ragkit.core.lock import LockSettings
 from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.loaders.limits import LoaderLimits
-from ragkit.pipeline.config import IndexConfig
 from ragkit.plugins.kinds import SECTION_KINDS
-from ragkit.redact import register_secret
-from ragkit.server.config import ServerSettings
+from ragkit.redact import is_secret, register_secret
+from ragkit.sections.index import IndexConfig
+from ragkit.sections.server import ServerSettings
 
 SECTIONS = SECTION_KINDS
 """Backend sections: each names the adapter of one kind (``ragkit.plugins.kinds``)."""
 DEFAULT_FILE = "ragkit.toml"
-_SECRET_WORDS = ("key", "token", "password", "passwd", "secret", "credential", "credentials", "auth")
-_SECRET_SUFFIXES = ("key", "token", "password", "secret")  # apikey, accesstoken
 _URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
 WORKSPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_\-]{0,63}")
 WORKSPACE_RULE = (
@@ -274,13 +279,6 @@ def _reveal(data: Any) -> Any:
     if isinstance(data, dict):
         return {k: _reveal(v) for k, v in data.items()}
     return data.get_secret_value() if isinstance(data, SecretStr) else data
-
-
-def is_secret(name: str) -> bool:
-    """By the words of the name: ``api_key``, ``auth_token``, ``apikey`` are;
-    ``max_tokens`` and ``summary_min_tokens`` (counts, not tokens) are not."""
-    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
-    return any(w in _SECRET_WORDS or w.startswith("auth") or w.endswith(_SECRET_SUFFIXES) for w in words)
 
 
 def mask_secrets(data: Any, name: str = "") -> Any:

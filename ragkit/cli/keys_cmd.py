@@ -8,7 +8,7 @@ import sys
 
 from ragkit.core.files import private_dir
 from ragkit.errors import ConfigError
-from ragkit.server.config import keys_path
+from ragkit.sections.server import keys_path
 from ragkit.server.keys import KeyStore
 from ragkit.settings import load_settings
 

@@ -15,8 +15,8 @@ extracted there is no rate, and the line says ``ETA estimating…`` rather than
 a number; until a first commit the committing cost is unknown, so the figure
 is a lower bound, shown ``ETA ≥47s``.
 The final pass of deferred summaries has its own rate, from its first slice,
-and is not in the estimate before it starts (benchmarks/findings.md, issue 32,
-measures how far that leaves the figure).
+and is not in the estimate before it starts (benchmarks/findings.md, "What to
+expect per MB", measures how far that leaves the figure).
 """
 
 from __future__ import annotations

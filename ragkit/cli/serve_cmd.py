@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
         import ragkit.server.app  # noqa: F401  (fastapi, prometheus_client)
     except ImportError as exc:
         raise ConfigError(f"`ragkit serve` needs the server extra ({exc.name} is missing): pip install 'ragkit[server]'") from None
-    from ragkit.server.config import keys_path
+    from ragkit.sections.server import keys_path
     from ragkit.server.keys import KeyStore
     from ragkit.server.perimeter import check_startup
 

@@ -12,10 +12,12 @@ embedded stores), a file lock beside the workspace's files,
 ``<working_dir>/<workspace>/.writer.lock``. The rules a lease follows are
 ``ragkit.protocols.lease``'s.
 
-Stale locks. A file lock is an OS lock (``flock``; ``msvcrt.locking`` on
-Windows): the OS drops it when its holder exits, however it dies. A server lease
-expires ``lease_ttl`` seconds after its holder's last heartbeat (renewed every
-third of that), and only its owner (a random token) can renew or release it.
+Stale locks. A file lock is an OS lock (``flock``; ``LockFileEx`` on Windows,
+both through ``filelock.lock_descriptor``, which knows which errors mean "held
+by another" on each platform and file system): the OS drops it when its holder
+exits, however it dies. A server lease expires ``lease_ttl`` seconds after its
+holder's last heartbeat (renewed every third of that), and only its owner (a
+random token) can renew or release it.
 
 Fencing. A holder that stalls longer than ``lease_ttl`` (a blocked event loop,
 a paused or suspended process) loses its lease to the next writer, and must
@@ -39,7 +41,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
@@ -90,6 +91,9 @@ class FileLease:
     sees that (the path no longer names the locked file) and the holder stops.
     On a network file system a lock can also be lost with the client's lease
     on the server; use a server lease there (docs/architecture.md).
+
+    Not ``filelock.FileLock`` itself: the holder's JSON and the fencing check
+    need the locked descriptor, which this class keeps (filelock takes the lock).
     """
 
     heartbeat = False
@@ -103,9 +107,13 @@ class FileLease:
         return await asyncio.to_thread(self._acquire, holder)
 
     def _acquire(self, holder: Holder) -> bool:
+        # Imported here: only writers need it, and it would add ~20 ms to every command's start.
+        from filelock import lock_descriptor
+
         private_dir(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        if not _try_lock(fd):
+        # Locks the open file (flock), not the process (lockf): two RAGs in one process exclude each other too.
+        if not lock_descriptor(fd, blocking=False):
             os.close(fd)
             return False
         os.ftruncate(fd, 0)
@@ -135,25 +143,6 @@ class FileLease:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)  # no stale name for the next waiter to read
             os.close(fd)  # closing the descriptor drops the OS lock
-
-
-def _try_lock(fd: int) -> bool:
-    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-        import msvcrt
-
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        except OSError:
-            return False
-        return True
-    import fcntl
-
-    try:
-        # flock, not lockf: it belongs to the open file, so two RAGs in one process exclude each other too.
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
 
 
 class WriterLock:

@@ -2,7 +2,10 @@
 workspace's writer lock (:mod:`ragkit.core.lock`) that every write holds: it
 lives in the first store that offers a lease (doc status, graph, then the
 others) or in a file beside the workspace, and every store asks it before
-each write (its ``fence``), so a writer that lost it writes nothing more."""
+each write (its ``fence``), so a writer that lost it writes nothing more.
+
+Built from settings by ``ragkit.backends.build_stores``: the wiring sits at
+the top, and this bundle knows nothing of settings files or the registry."""
 
 from __future__ import annotations
 
@@ -13,11 +16,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
-from ragkit.backends import build_store
 from ragkit.core.lock import LockSettings, WriterLock, lease_for
-from ragkit.plugins import Registry
 from ragkit.protocols import DocStatusStore, GraphStore, KVStore, VectorStore
-from ragkit.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -57,34 +57,6 @@ class Stores:
     relation_vectors: VectorStore
     graph: GraphStore
     doc_status: DocStatusStore
-
-    @classmethod
-    def from_settings(
-        cls, settings: Settings, dimension: int, registry: Registry | None = None, embedder: str | None = None
-    ) -> Stores:
-        """``embedder``: the configured one's ``vector.embedder_label``, which
-        the vector stores record and name when another's vectors meet them."""
-
-        def kv(ns: str) -> KVStore:
-            return build_store(settings, "kv", ns, registry=registry)
-
-        def vec(ns: str) -> VectorStore:
-            return build_store(settings, "vector", ns, dimension, registry=registry, embedder=embedder)
-
-        stores = cls(
-            full_docs=kv("full_docs"),
-            chunks=kv("chunks"),
-            extractions=kv("extractions"),
-            llm_cache=kv("llm_cache"),
-            doc_paths=kv("doc_paths"),
-            chunk_vectors=vec("chunks"),
-            entity_vectors=vec("entities"),
-            relation_vectors=vec("relations"),
-            graph=build_store(settings, "graph", "graph", registry=registry),
-            doc_status=build_store(settings, "doc_status", "doc_status", registry=registry),
-        )
-        stores.lock.settings = settings.lock
-        return stores
 
     def __post_init__(self) -> None:
         others = [s for s in self.all() if s is not self.doc_status and s is not self.graph]

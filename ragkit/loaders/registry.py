@@ -2,8 +2,8 @@
 
 Choice: the content first (a loader whose ``sniff`` recognises the bytes, so a
 PDF named ``.txt`` is read as a PDF), then the extension. Files no loader
-claims are text for the load stage (``ragkit.pipeline.load``), which keeps
-reading text and Markdown itself.
+claims are text, read by ``ragkit.loaders.text`` when their extension is one
+of its ``TEXT_EXTENSIONS``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from ragkit.loaders.base import Loaded, Loader, LoaderError
 from ragkit.loaders.limits import LoaderLimits
+from ragkit.loaders.text import TEXT_EXTENSIONS, decode
 from ragkit.schema import Document
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
@@ -92,9 +93,7 @@ TEXT_MEDIA_TYPES = ("text/plain", "text/markdown")
 
 def supported_types(registry: Any = None) -> list[str]:
     """Every extension and media type that can be indexed now: the loaders
-    whose libraries are installed, plus text and Markdown (the load stage's own)."""
-    from ragkit.pipeline.load import TEXT_EXTENSIONS
-
+    whose libraries are installed, plus text and Markdown (``ragkit.loaders.text``)."""
     out = set(TEXT_EXTENSIONS) | set(TEXT_MEDIA_TYPES)
     for t in file_types(registry):
         if t.available:
@@ -110,12 +109,10 @@ def load_bytes(data: bytes, filename: str, registry: Any = None, limits: LoaderL
     ``limits``: the ``[loaders]`` bounds (default: their defaults)."""
     loader = detect(filename, data, registry)
     if loader is None:
-        from ragkit.pipeline.load import TEXT_EXTENSIONS, _decode
-
         if _suffix(filename) not in TEXT_EXTENSIONS:
             raise LoaderError(f"unsupported file type {_suffix(filename) or '(no extension)'!r}; "
                               f"supported: {' '.join(t for t in supported_types(registry) if t.startswith('.'))}")
-        decoded = _decode(data)
+        decoded = decode(data)
         if decoded.binary:
             raise LoaderError(f"binary file: {decoded.binary}")
         return Loaded(decoded.text)

@@ -7,6 +7,7 @@ import io
 
 from ragkit.loaders.base import Loaded, Loader, LoaderError, TextBuilder
 from ragkit.loaders.office import row_blocks
+from ragkit.loaders.text import decode
 
 
 class CsvLoader(Loader):
@@ -16,9 +17,7 @@ class CsvLoader(Loader):
     media_types = ("text/csv", "text/tab-separated-values")
 
     def load(self, data: bytes, name: str) -> Loaded:
-        from ragkit.pipeline.load import _decode
-
-        decoded = _decode(data)
+        decoded = decode(data)
         if decoded.binary:
             raise LoaderError(f"binary file: {decoded.binary}; a CSV file is text")
         delimiter = "\t" if name.lower().endswith(".tsv") else ","

@@ -33,7 +33,7 @@ from ragkit.offline.text import (
     one_line,
     split_sentences,
 )
-from ragkit.pipeline.prompts import DEFAULT_ENTITY_TYPES, render_rows
+from ragkit.core.prompts import DEFAULT_ENTITY_TYPES, render_rows
 from ragkit.schema import Entity, Relation
 
 MAX_ENTITIES = 80

@@ -22,7 +22,7 @@ from ragkit.offline.text import Sentence, split_sentences
 
 MAX_KEYWORDS = 12
 QUESTION_MARK = "\n\nQuestion: "
-"""``KEYWORDS_PROMPT`` ends with the question after this (its example's
+"""``KEYWORDS_PROMPT`` (``ragkit.core.prompts``) ends with the question after this (its example's
 "Question:" follows a single line break)."""
 STATEMENTS_MARK = "Statements:\n"
 DESCRIPTION_MARK = "\n\nDescription:"

@@ -26,15 +26,20 @@ from concurrent.futures.process import BrokenProcessPool
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.core.prompts import (
+    COMPLETE_MARKER,
+    DEFAULT_ENTITY_TYPES,
+    KEYWORDS_SYSTEM,
+    SUMMARY_SYSTEM,
+    chunk_text_of,
+    is_gleaning_request,
+)
 from ragkit.core.tokens import request_tokens
 from ragkit.offline import answer as answers
 from ragkit.offline import keywords
 from ragkit.offline.extract import extraction_rows
-from ragkit.pipeline.merge import SUMMARY_SYSTEM
-from ragkit.pipeline.prompts import COMPLETE_MARKER, DEFAULT_ENTITY_TYPES, chunk_text_of, is_gleaning_request
 from ragkit.protocols.base import Capability
 from ragkit.protocols.models import ChatRequest, Completion, ModelAdapter, Usage
-from ragkit.query.keywords import KEYWORDS_SYSTEM
 from ragkit.tokenizer import TiktokenTokenizer
 
 RULES_VERSION = "offline-rules-v1"

@@ -38,12 +38,9 @@ from typing import NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 from ragkit import ids
-from ragkit.errors import ConfigError
 from ragkit.protocols import Tokenizer
 from ragkit.schema import Chunk, Document, Location
-
-MIN_SIZE = 4
-"""One character can take up to four byte-level tokens; smaller windows could not hold it."""
+from ragkit.sections.index import MIN_SIZE, check_window
 
 
 @runtime_checkable
@@ -136,19 +133,6 @@ def chunk_segmented(doc: Document, tokenizer: Tokenizer, size: int, overlap: int
              if doc.content[s.start:s.end].strip()]
     return [make_chunk(doc, doc.content[s.start:s.end], order, s.tokens, (s.start, s.end))
             for order, s in enumerate(spans)]
-
-
-def check_window(size: int, overlap: int) -> None:
-    if not isinstance(size, int) or size < MIN_SIZE:
-        raise ConfigError(
-            f"chunk size must be an integer of at least {MIN_SIZE} tokens, got {size!r} "
-            "(one character can take up to 4 tokens)"
-        )
-    if not isinstance(overlap, int) or not 0 <= overlap < size:
-        raise ConfigError(
-            f"chunk overlap must be at least 0 and smaller than the chunk size: "
-            f"got overlap={overlap!r} with size={size}"
-        )
 
 
 # --- token windows ---------------------------------------------------------------

@@ -18,12 +18,12 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from ragkit.core.prompts import GLEANING_PROMPT, build_extraction_request
 from ragkit.core.stores import Stores
 from ragkit.core.tokens import request_tokens
 from ragkit.pipeline.chunk import get_chunker
-from ragkit.pipeline.windows import iter_chunks
 from ragkit.pipeline.index import IndexConfig
-from ragkit.pipeline.prompts import GLEANING_PROMPT, build_extraction_request
+from ragkit.pipeline.windows import iter_chunks
 from ragkit.protocols import ChatRequest, Tokenizer
 from ragkit.schema import DocStatus, Document
 

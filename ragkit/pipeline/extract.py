@@ -13,26 +13,15 @@ fail a later run.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from ragkit.core.extraction import ChunkExtraction
 from ragkit.core.keys import entity_key
 from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.prompts import build_extraction_request, build_gleaning_request
 from ragkit.core.text import record_problem
 from ragkit.errors import ExtractionError
 from ragkit.pipeline.parse import ParsedExtraction, parse_extraction
-from ragkit.pipeline.prompts import build_extraction_request, build_gleaning_request
 from ragkit.schema import Chunk, Entity, Relation
-
-
-class ExtractConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    entity_types: list[str] | None = None
-    """None: the prompt's default types."""
-    language: str = "English"
-    gleaning: int = Field(default=0, ge=0, le=3)
-    """Extra "did you miss anything?" passes per chunk."""
+from ragkit.sections.index import ExtractConfig
 
 
 async def extract_chunk(

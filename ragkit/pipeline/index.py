@@ -45,9 +45,8 @@ from ragkit.core.stores import Stores, writes
 from ragkit.core.text import clean, record_problem
 from ragkit.errors import ExtractionError, public_message
 from ragkit.pipeline.chunk import get_chunker
-from ragkit.pipeline.config import IndexConfig
-from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
 from ragkit.pipeline.edit_journal import finish_interrupted_edit
+from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
 from ragkit.pipeline.graph_update import PAGE as EXTRACTIONS_PAGE
 from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
 from ragkit.pipeline.identity import cache_space, path_key, path_keys
@@ -57,6 +56,7 @@ from ragkit.pipeline.windows import COMMITTED_MARK, SEGMENT_CHARS, committed_mar
 from ragkit.pipeline.windows import chunk_ids as plan_chunk_ids
 from ragkit.protocols import Embedder, Tokenizer
 from ragkit.schema import LEGACY_DELETING_FLAG, Chunk, DocStatus, DocStatusRecord, Document, utcnow
+from ragkit.sections.index import IndexConfig
 
 __all__ = ["IndexConfig", "IndexReport", "Indexer", "Progress"]
 

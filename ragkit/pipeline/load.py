@@ -37,9 +37,9 @@ Rules (decisions, in one place):
   (normalised, symlinks kept) goes in ``metadata[SOURCE_PATH]``, resolved once
   here in the folder the load ran in: ``ragkit delete`` and re-indexing find the
   file by it from any other folder (``ragkit.pipeline.identity``).
-- Text: a byte order mark picks UTF-8, UTF-16 or UTF-32 and is removed; other
-  files are read as UTF-8, with invalid bytes replaced by U+FFFD and counted.
-  Newlines become ``\\n`` (``\\r\\n`` and lone ``\\r``). Nothing else is altered.
+- Text: decoded by ``ragkit.loaders.text`` (a byte order mark picks UTF-8,
+  UTF-16 or UTF-32; other files are UTF-8, invalid bytes replaced by U+FFFD and
+  counted; newlines become ``\\n``; nothing else is altered).
 - Two inputs with the same content are one document (ids are content-derived);
   the second is reported as a duplicate.
 - A file or folder name that is not valid UTF-8 (Python sees its bytes as lone
@@ -50,35 +50,24 @@ Rules (decisions, in one place):
 
 from __future__ import annotations
 
-import codecs
 import errno
 import os
-import re
 import stat
-import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from ragkit.core.text import shown_name
+from ragkit.loaders import Loaded, Loader, LoaderError, MissingDependency, detect
+from ragkit.loaders.limits import LoaderLimits
+from ragkit.loaders.registry import extensions as loader_extensions
+from ragkit.loaders.text import TEXT_EXTENSIONS, decode, normalize_text
 from ragkit.pipeline.identity import SOURCE_PATH
 from ragkit.schema import Document
 
-if TYPE_CHECKING:
-    from ragkit.loaders import Loaded, Loader
-    from ragkit.loaders.limits import LoaderLimits
-
-    RunLoader = Callable[[Loader, bytes, str], Loaded]
-
-TEXT_EXTENSIONS: frozenset[str] = frozenset(
-    {
-        ".txt", ".text", ".md", ".markdown", ".mdx", ".rst", ".adoc", ".org", ".tex",
-        ".csv", ".tsv", ".json", ".jsonl", ".yaml", ".yml", ".toml",
-        ".html", ".htm", ".xml", ".log",
-    }
-)
+RunLoader = Callable[[Loader, bytes, str], Loaded]
 
 Outcome = Literal["loaded", "loaded_with_replacements", "loaded_with_warnings", "skipped", "failed"]
 
@@ -124,21 +113,19 @@ def load_documents(
     ``limits``: the ``[loaders]`` bounds (default: their defaults). ``run(loader,
     data, name)`` reads one file's bytes with its loader, raising ``LoaderError``
     for a file it cannot read (default: ``loader.load`` in this process)."""
-    from ragkit.loaders.limits import LoaderLimits
-
     if max_files is not None and max_files < 0:
         raise ValueError(f"max_files must be >= 0, got {max_files}")
-    loader = _Loader(max_files, frozenset(e.lower() for e in extensions), limits or LoaderLimits(), run or _run)
+    walker = _InputWalker(max_files, frozenset(e.lower() for e in extensions), limits or LoaderLimits(), run or _run)
     for n, item in enumerate(inputs, start=1):
         if isinstance(item, Document):
-            loader.add_text(item.content, item.file_path or f"<document #{n}>", document=item)
+            walker.add_text(item.content, item.file_path or f"<document #{n}>", document=item)
         elif isinstance(item, os.PathLike):
-            loader.add_path(Path(item))
+            walker.add_path(Path(item))
         elif isinstance(item, str):
-            loader.add_raw_text(item, f"<text #{n}>")
+            walker.add_raw_text(item, f"<text #{n}>")
         else:
-            loader.item(f"<input #{n}>", "failed", f"not a text, path or Document: {type(item).__name__}")
-    return loader.report
+            walker.item(f"<input #{n}>", "failed", f"not a text, path or Document: {type(item).__name__}")
+    return walker.report
 
 
 # --- reading and decoding --------------------------------------------------------
@@ -173,84 +160,6 @@ def _read_stable(path: Path) -> tuple[bytes, os.stat_result]:
     raise _Unstable
 
 
-_BOMS: tuple[tuple[bytes, str], ...] = (
-    # UTF-32-LE's mark starts with UTF-16-LE's, so it must be tried first.
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
-
-# C0 controls other than \t \n \v \f \r and ESC (ANSI colours in logs), plus DEL.
-_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
-_SAMPLE = 8192
-_MAX_CONTROL_RATIO = 0.10
-_MAX_REPLACED_RATIO = 0.30
-
-_tally = threading.local()
-
-
-def _replace_and_count(exc: UnicodeError) -> tuple[str, int]:
-    # Same output as errors="replace", but counts the bytes it replaced.
-    if not isinstance(exc, UnicodeDecodeError):
-        raise exc
-    _tally.replaced += exc.end - exc.start
-    return "\ufffd", exc.end
-
-
-codecs.register_error("ragkit.replace_count", _replace_and_count)
-
-
-@dataclass
-class _Decoded:
-    text: str
-    encoding: str
-    bom: bool
-    replaced: int
-    binary: str | None = None
-
-
-def _decode(given: bytes | list[bytes]) -> _Decoded:
-    """Decodes bytes; given in a one-item list, the list is emptied once they are
-    decoded, so the caller's bytes are not held while the text is normalised (a
-    large file is then at most two copies at a time, not four)."""
-    data = given[0] if isinstance(given, list) else given
-    encoding, skip, bom = "utf-8", 0, False
-    for mark, name in _BOMS:
-        if data.startswith(mark):
-            encoding, skip, bom = name, len(mark), True
-            break
-    if not bom and b"\x00" in data:
-        # UTF-8 text never contains NUL; rejecting early avoids decoding a large binary.
-        return _Decoded("", encoding, bom, 0, binary="contains NUL bytes")
-    _tally.replaced = 0
-    body_size = len(data) - skip
-    with memoryview(data) as view:  # no copy of the body after a byte order mark
-        text = str(view[skip:], encoding, "ragkit.replace_count")
-    replaced = _tally.replaced
-    if isinstance(given, list):
-        given.clear()
-    del data
-    sample = text[:_SAMPLE]
-    text = normalize_text(text)
-    decoded = _Decoded(text, encoding, bom, replaced)
-    if "\x00" in text:
-        decoded.binary = "contains NUL characters"
-    elif sample and len(_CONTROL.findall(sample)) > _MAX_CONTROL_RATIO * len(sample):
-        decoded.binary = "mostly control characters"
-    elif body_size and replaced > _MAX_REPLACED_RATIO * body_size:
-        decoded.binary = f"not {encoding.upper()} text ({replaced} of {body_size} bytes invalid)"
-    return decoded
-
-
-def normalize_text(text: str) -> str:
-    """Newlines to ``\\n`` and a leading byte order mark removed; nothing else."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 # --- the walk ----------------------------------------------------------------------
 
 
@@ -265,10 +174,12 @@ def _run(loader: Loader, data: bytes, name: str) -> Loaded:
     return loader.load(data, name)
 
 
-class _Loader:
-    def __init__(self, max_files: int | None, extensions: frozenset[str], limits: LoaderLimits, run: RunLoader) -> None:
-        from ragkit.loaders.registry import extensions as loader_extensions
+class _InputWalker:
+    """Walks the inputs (texts, files, folders) into documents and report items.
+    It reads no file type itself: text goes to ``ragkit.loaders.text``, other
+    types to the loader that claims them (``ragkit.loaders``)."""
 
+    def __init__(self, max_files: int | None, extensions: frozenset[str], limits: LoaderLimits, run: RunLoader) -> None:
         self.limits, self.run = limits, run
         self.report = LoadReport()
         self.max_files = max_files
@@ -380,8 +291,8 @@ class _Loader:
         if note is None:
             return
         held = [data]
-        del data  # _decode drops the bytes once they are text
-        decoded = _decode(held)
+        del data  # decode() drops the bytes once they are text
+        decoded = decode(held)
         if decoded.binary:
             self.item(shown, "skipped", f"binary file: {decoded.binary}")
             return
@@ -398,7 +309,6 @@ class _Loader:
     def _add_loaded(self, path: Path, shown: str, data: bytes) -> str | None:
         """Reads the file with the loader that claims it (``None``: done), or
         says it is to be read as text (a note on why, or ``""``)."""
-        from ragkit.loaders import LoaderError, MissingDependency, detect
 
         loader = detect(shown, data)
         if loader is None:

@@ -19,28 +19,11 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from ragkit.core.extraction import SEPARATOR, Fragment, entity_properties, relation_properties
 from ragkit.core.llm_cache import CachedLLM
-from ragkit.protocols import ChatRequest, Tokenizer
-
-
-class MergeConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    summary_min_fragments: int = Field(default=8, ge=2)
-    """Summarise once an entity has this many distinct descriptions..."""
-    summary_min_tokens: int = Field(default=1200, ge=1)
-    """...or its joined descriptions are this long."""
-    summary_context_tokens: int = Field(default=12000, ge=500)
-    """Largest input of one summary call; longer inputs are map-reduced."""
-    summary_max_output_tokens: int = Field(default=500, ge=50)
-    defer_summaries: bool = True
-    """Insert batches store the joined lines and an ``insert()`` summarises each
-    entity once at its end (see ``ragkit.pipeline.summaries``), instead of one
-    summary call per batch that adds a line to an entity over the threshold."""
-    language: str = "English"
+from ragkit.core.prompts import build_summary_request
+from ragkit.protocols import Tokenizer
+from ragkit.sections.index import MergeConfig
 
 
 @dataclass(frozen=True)
@@ -132,32 +115,3 @@ class Merger:
         )
         text = (await self.llm.complete(request)).strip()
         return text or SEPARATOR.join(lines)
-
-
-SUMMARY_SYSTEM = (
-    "You maintain a knowledge graph. You condense statements about one subject "
-    "without losing facts and without inventing any."
-)
-SUMMARY_PROMPT = """Write one description of "{subject}" in {language} that keeps every distinct fact below.
-Rules:
-- Keep facts about different projects, people or organisations as separate sentences; never merge two subjects' facts into one claim.
-- Keep names, numbers and dates exactly as written.
-- Use only the statements below.
-
-Statements:
-{statements}
-
-Description:"""
-
-
-def build_summary_request(
-    subject: str, lines: Sequence[str], *, language: str, max_tokens: int
-) -> ChatRequest:
-    statements = "\n".join(f"- {line}" for line in lines)
-    return ChatRequest(
-        prompt=SUMMARY_PROMPT.format(subject=subject, language=language, statements=statements),
-        system=SUMMARY_SYSTEM,
-        max_tokens=max_tokens,
-        temperature=0,
-        role="summary",
-    )

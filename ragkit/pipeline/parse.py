@@ -3,7 +3,7 @@
 ``parse_extraction`` never raises on a ``str``. What it cannot use it drops and
 counts (``dropped``), saying why in ``warnings`` (at most ``MAX_WARNINGS`` lines).
 
-Accepted besides the asked format (``ragkit.pipeline.prompts``):
+Accepted besides the asked format (``ragkit.core.prompts``):
 
 - prose before, between or after the rows (lines without a field delimiter),
   code fences, a missing ``<|COMPLETE|>``, blank lines, ``\\r\\n`` line ends;
@@ -89,7 +89,7 @@ def parse_extraction(text: str) -> ParsedExtraction:
     # Lone surrogates would break every later UTF-8 encode, ids included; NUL
     # and other controls are refused by some stores (``ragkit.core.text``).
     text = storable.clean(text)
-    out = _Builder()
+    out = _ExtractionRecords()
     out.complete = bool(_COMPLETE.search(text))
     body = _COMPLETE.sub("\n", text)
     if _DELIMITER.search(body):
@@ -104,7 +104,7 @@ def parse_extraction(text: str) -> ParsedExtraction:
 # --- rows ----------------------------------------------------------------------
 
 
-def _parse_rows(body: str, out: _Builder) -> None:
+def _parse_rows(body: str, out: _ExtractionRecords) -> None:
     records: list[tuple[list[str], bool]] = []
     for line in _NEWLINE.split(body):
         line = _FENCE.sub("", line.strip()).strip()
@@ -126,7 +126,7 @@ def _parse_rows(body: str, out: _Builder) -> None:
 
 
 def _read_row(
-    fields: list[str], legacy: bool, where: str, out: _Builder, final_cut: bool = False
+    fields: list[str], legacy: bool, where: str, out: _ExtractionRecords, final_cut: bool = False
 ) -> None:
     match = _KIND.search(_clean(fields[0]).casefold())
     if match is None:
@@ -172,7 +172,7 @@ _KEYWORD_KEYS = (
 _STRENGTH_KEYS = ("strength", "weight", "relationship_strength", "score")
 
 
-def _parse_json(body: str, out: _Builder) -> bool:
+def _parse_json(body: str, out: _ExtractionRecords) -> bool:
     """Reads the first JSON value found in ``body``; False when there is none."""
     decoder = json.JSONDecoder()
     for attempt, match in enumerate(re.finditer(r"[\[{]", body)):
@@ -217,7 +217,7 @@ def _json_records(value: Any) -> list[Any]:
     return [item for group in lists for item in group] if lists else [value]
 
 
-def _read_json_record(record: Any, where: str, out: _Builder) -> None:
+def _read_json_record(record: Any, where: str, out: _ExtractionRecords) -> None:
     if isinstance(record, list) and record and all(_is_scalar(x) for x in record):
         _read_row([_text(x) for x in record], False, where, out)
         return
@@ -261,7 +261,7 @@ def _text(value: Any) -> str:
 # --- shared checks ---------------------------------------------------------------
 
 
-class _Builder:
+class _ExtractionRecords:
     """Collects checked records; one place for the rules both syntaxes share."""
 
     def __init__(self) -> None:

@@ -6,14 +6,15 @@ and one that raises is recorded (shown by ``ragkit plugins``) instead of taking
 every command down; so is a class its kind's check refuses (a query mode
 without a ``search`` method), while the plugin's other classes still register. ``RAGKIT_STRICT_PLUGINS=1`` turns any such failure into an
 error; ``RAGKIT_LOAD_PLUGINS=a,b`` loads only the named entry points (built-ins
-always load).
+always load). The test doubles (``ragkit.testing.plugin``) load in test runs
+only (``test_doubles_wanted``), so production lists none of them.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -30,7 +31,20 @@ from ragkit.plugins import hookspecs
 from ragkit.plugins.kinds import KINDS, MODEL_KINDS, STORE_KINDS, Kind
 
 GROUP = "ragkit"
-BUILTIN_PLUGINS = ("ragkit.builtin", "ragkit.testing.plugin")
+BUILTIN_PLUGINS = ("ragkit.builtin",)
+TEST_DOUBLES_PLUGIN = "ragkit.testing.plugin"
+
+
+def test_doubles_wanted(env: Mapping[str, str] | None = None) -> bool:
+    """Whether this process is a test run, which registers the test doubles too:
+    ``RAGKIT_TEST_DOUBLES=1`` (the test suite's conftest sets it), or pytest
+    running a test here or in a parent process (``PYTEST_CURRENT_TEST``, which
+    a child inherits even when a test strips ``RAGKIT_*`` from its environment)."""
+    env = os.environ if env is None else env
+    return _env_flag("RAGKIT_TEST_DOUBLES", env) or "PYTEST_CURRENT_TEST" in env
+
+
+test_doubles_wanted.__test__ = False  # a function, not a test, for pytest
 
 
 @dataclass
@@ -85,7 +99,7 @@ class Registry:
             only = {p.strip() for p in os.environ["RAGKIT_LOAD_PLUGINS"].split(",") if p.strip()}
         import ragkit
 
-        for modname in BUILTIN_PLUGINS:
+        for modname in BUILTIN_PLUGINS + ((TEST_DOUBLES_PLUGIN,) if test_doubles_wanted() else ()):
             record = PluginRecord(modname, "ragkit", ragkit.__version__, builtin=True)
             self._register(record, lambda m=modname: importlib.import_module(m))
         for ep in sorted(metadata.entry_points(group=GROUP), key=lambda e: e.name):
@@ -248,8 +262,8 @@ def _import_path(spec: str) -> type:
     return obj
 
 
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+def _env_flag(name: str, env: Mapping[str, str] | None = None) -> bool:
+    return (os.environ if env is None else env).get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 _registry: Registry | None = None

@@ -55,7 +55,7 @@ FENCE_OPEN, FENCE_CLOSE = "```json", "```"
 MAX_REFS = 5
 """References listed per entity or relation (its first supporting documents)."""
 MIN_CUT_TOKENS = 64
-"""A row is shown cut (``_Builder._cut``) only if this much of its description fits."""
+"""A row is shown cut (``_BudgetedContextBuilder._cut``) only if this much of its description fits."""
 CUT_MARK = " …"
 RESERVED_REFERENCE = 99
 """The reference number estimates reserve room for, in each of an entity's or
@@ -111,7 +111,7 @@ def build_context(
 ) -> Context:
     """``chunks`` are the candidates in rank order (every source fused, cut to
     the chunk bound). ``counts``: the tokenizer's kept counts (``TokenCounts.of``)."""
-    builder = _Builder(counts or TokenCounts.of(tokenizer), budget)
+    builder = _BudgetedContextBuilder(counts or TokenCounts.of(tokenizer), budget)
     context = _fit(builder, entities, relations, chunks)
     # Estimates reserve room for references that mostly goes unused: once, give it to more rows.
     left = budget.total_tokens - context.prompt_tokens
@@ -136,8 +136,9 @@ def _rows(context: Context) -> int:
     return len(context.entities) + len(context.relations) + len(context.chunks)
 
 
-def _fit(builder: _Builder, entities: list[EntityItem], relations: list[RelationItem], chunks: list[ChunkItem]
-         ) -> Context:
+def _fit(
+    builder: _BudgetedContextBuilder, entities: list[EntityItem], relations: list[RelationItem], chunks: list[ChunkItem]
+) -> Context:
     """Choose and render until every budget holds: estimates are not counts.
     Over the total, the graph sections give way first (their last rows), then chunks."""
     budget = builder.budget
@@ -161,7 +162,7 @@ def _fit(builder: _Builder, entities: list[EntityItem], relations: list[Relation
             return context
 
 
-class _Builder:
+class _BudgetedContextBuilder:
     def __init__(self, counts: TokenCounts, budget: Budget) -> None:
         self.counts = counts
         self.budget = budget
@@ -211,7 +212,7 @@ class _Builder:
         section's estimate (0 if empty). A row too long for what is left is
         passed over, not the end of the section, and the first one passed
         over is shown cut to what is left at the end (``_cut``): one long
-        merged description (a hub's) must not leave the budget unused (issue 17)."""
+        merged description (a hub's) must not leave the budget unused."""
         kept, used, passed = [], self._fixed(header, fenced=True), None
         for item in items:
             cost = self.estimate(item)

@@ -81,8 +81,8 @@ RRF_K = 10
 score is the sum over lists of 1 / (RRF_K + its rank there). The paper's 60
 flattens the top ranks; 10 keeps more of each list's own order at the top,
 which is where a 20-chunk context is decided (chosen on half A of the dev
-questions, issue 17: recall@5 of ppr 0.727 -> 0.753, mix 0.687 -> 0.700;
-``benchmarks/findings.md``)."""
+questions: recall@5 of ppr 0.727 -> 0.753, mix 0.687 -> 0.700;
+``benchmarks/findings.md``, "ranking at equal cost")."""
 
 
 def fuse(*lists: list) -> list:

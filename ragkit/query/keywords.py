@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ragkit.core.llm_cache import CachedLLM
-from ragkit.protocols import ChatRequest
+from ragkit.core.prompts import build_keywords_request
 
 MAX_KEYWORDS = 20
 MAX_KEYWORD_CHARS = 200
@@ -24,17 +24,6 @@ _HIGH = ("high_level_keywords", "high_level", "high", "themes", "high-level keyw
 _LOW = ("low_level_keywords", "low_level", "low", "entities", "low-level keywords")
 _FENCE = re.compile(r"```(?:json)?", re.IGNORECASE)
 
-KEYWORDS_SYSTEM = "You extract search keywords from questions for a knowledge-graph search engine."
-KEYWORDS_PROMPT = """Give the keywords of the question below as a JSON object with two lists:
-- "high_level_keywords": the overarching themes or concepts of the question;
-- "low_level_keywords": specific named things: people, organisations, places, products, terms.
-Use the question's own words where possible, in {language}. Output only the JSON object.
-
-Example:
-Question: How did the delay at Yingchuan affect Project Haijia?
-{{"high_level_keywords": ["supplier delay", "project schedule impact"], "low_level_keywords": ["Yingchuan", "Project Haijia"]}}
-
-Question: {question}"""
 
 
 class Keywords(BaseModel):
@@ -43,16 +32,6 @@ class Keywords(BaseModel):
     source: Literal["user", "llm", "question"] = "llm"
     """Where they came from; ``question``: nothing usable, the question itself is used."""
     warnings: list[str] = Field(default_factory=list)
-
-
-def build_keywords_request(question: str, language: str = "English") -> ChatRequest:
-    return ChatRequest(
-        prompt=KEYWORDS_PROMPT.format(question=question, language=language),
-        system=KEYWORDS_SYSTEM,
-        json_mode=True,
-        temperature=0,
-        role="keywords",
-    )
 
 
 def parse_keywords(text: str) -> tuple[list[str], list[str], list[str]]:

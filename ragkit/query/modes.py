@@ -157,7 +157,7 @@ async def _dense_floor(question: str, param: QueryParam, searcher: Searcher) -> 
     than dense retrieval in the same chunk bound. With 20 chunks, the chunks
     cited by local's entities alone held 0.677 of the dev questions'
     supporting passages against naive's 0.752; fused, 0.792 (global 0.690 ->
-    0.768, hybrid 0.735 -> 0.790; issue 17, ``benchmarks/findings.md``)."""
+    0.768, hybrid 0.735 -> 0.790; ``benchmarks/findings.md``, "equal cost")."""
     return await searcher.chunks(question, param.chunk_top_k)
 
 

@@ -26,6 +26,11 @@ How:
    relations between them, and these chunks interleaved with the question's
    nearest chunks (the walk alone ranked the first chunks worse than dense
    search on MuSiQue: recall@2 0.44 vs 0.51; interleaved, 0.54).
+
+The power iteration is written out, not ``networkx.pagerank``: on the mode's
+own graphs (MuSiQue, ~230 nodes) networkx takes 4.3 ms a call against 1.3 ms
+and needs scipy, which ragkit does not; a scipy sparse product (1.1 ms) saves
+too little for that dependency (``benchmarks/seams.py ppr``).
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ Pair = tuple[str, str]
 DAMPING = 0.7
 """Probability of following an edge rather than restarting at a seed.
 HippoRAG uses 0.5; 0.7 walks a little further from the seeds, which suits
-questions of 2-4 hops (chosen on half A of the dev questions, issue 17)."""
+questions of 2-4 hops (chosen on half A of the dev questions:
+``benchmarks/findings.md``, "ranking at equal cost")."""
 HOPS = 2
 MAX_NODES = 2000
 """The walk's graph is cut here: beyond two hops of a few seeds, scores are negligible."""
@@ -56,8 +62,8 @@ but far from the question ("performers" -> a wrestling "character" at 0.80,
 "country" -> "country united states"), and with specificity such a rare
 entity outweighed the question's named ones, so the walk's first chunks were
 about it. At 8, a seed at cosine 0.3 to the question weighs 1/256 of one at
-0.6. Chosen on half A of the dev questions among 1-16 (issue 17,
-``benchmarks/findings.md``)."""
+0.6. Chosen on half A of the dev questions among 1-16
+(``benchmarks/findings.md``, "seeds weighed by the question")."""
 SCORED_PER_KEPT = 5
 """Chunks are scored from this many times top_k best entities, not only the kept ones."""
 ITERATIONS = 100

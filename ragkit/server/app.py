@@ -29,11 +29,11 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 from ragkit import __version__
+from ragkit.sections.server import keys_path
 from ragkit.server import errors, logs
 from ragkit.server.chat import ollama_router, openai_router
 from ragkit.server.chat.errors import ChatError
 from ragkit.server.chat.openai_api import render_error as openai_error
-from ragkit.server.config import keys_path
 from ragkit.server.context import read_context, warn_if_no_active_key
 from ragkit.server.jobs import JobManager
 from ragkit.server.keys import KeyStore

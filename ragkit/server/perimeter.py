@@ -35,7 +35,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragkit.errors import ConfigError
-from ragkit.server.config import ServerSettings, host_name, origin_of
+from ragkit.sections.server import ServerSettings, host_name, origin_of
 from ragkit.server.context import authenticate, is_loopback
 from ragkit.server.keys import KeyStore
 

@@ -15,7 +15,7 @@ from fastapi import HTTPException, UploadFile
 
 from ragkit.core.text import shown_name
 from ragkit.loaders import supported_types as loadable_types
-from ragkit.server.config import ServerSettings
+from ragkit.sections.server import ServerSettings
 
 _CHUNK = 1 << 20
 

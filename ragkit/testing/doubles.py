@@ -1,84 +1,25 @@
 """Deterministic test doubles: no network, no model files, same output every run.
 
-They are real adapters (registered as the ``hash`` embedder, ``scripted`` LLM and
-``overlap`` reranker) so tests and adapter authors exercise the same code paths
-the pipeline uses with real models.
+They are real adapters (registered as the ``scripted`` LLM and the ``overlap``
+reranker by ``ragkit.testing.plugin``, in test runs only) so tests and adapter
+authors exercise the same code paths the pipeline uses with real models. The
+``hash`` embedder tests use is the production default (``ragkit.offline.embedder``),
+importable from here too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragkit.core.pacing import Pacer
 from ragkit.ids import digest
+from ragkit.offline.embedder import HashEmbedder, HashEmbedderOptions, words
 from ragkit.protocols.base import Capability
 from ragkit.protocols.models import ChatRequest, Completion, ModelAdapter, Usage
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased word tokens; CJK runs are split into single characters so that
-    Chinese text shares features without a segmenter."""
-    out: list[str] = []
-    for w in _WORD.findall(text.casefold()):
-        if any("\u4e00" <= ch <= "\u9fff" for ch in w):
-            out.extend(w)
-        else:
-            out.append(w)
-    return out
-
-
-class HashEmbedderOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    dimension: int = Field(default=64, ge=2, le=4096)
-    max_batch_size: int = Field(default=64, ge=1)
-
-
-class HashEmbedder(ModelAdapter):
-    """Feature hashing of words: texts sharing words get similar vectors.
-
-    Crude but meaningful, so retrieval tests can assert on rankings."""
-
-    name = "hash"
-    Options = HashEmbedderOptions
-    capabilities = frozenset({Capability.DETERMINISTIC})
-
-    def __init__(self, options=None) -> None:
-        super().__init__(options)
-        self.dimension = self.options.dimension
-        self.max_batch_size = self.options.max_batch_size
-        self.model_id = f"hash-{self.dimension}"
-        self.calls = 0
-
-    def _row(self, text: str) -> np.ndarray:
-        row = np.zeros(self.dimension, dtype=np.float32)
-        for w in words(text) or [""]:
-            h = int(digest(w)[:8], 16)
-            row[h % self.dimension] += 1.0 if h & (1 << 31) else -1.0
-        norm = float(np.linalg.norm(row))
-        if norm == 0.0:  # every feature cancelled out; keep the vector usable
-            row[int(digest(text)[:8], 16) % self.dimension] = 1.0
-            norm = 1.0
-        return row / norm
-
-    async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.calls += 1
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        # Paced (``ragkit.core.pacing``): hashing a batch of long chunks is
-        # hundreds of milliseconds, and a remote embedder, which this stands in
-        # for in benchmarks, would leave the loop free while it works.
-        pace, rows = Pacer(), []
-        for text in texts:
-            rows.append(self._row(text))
-            await pace()
-        return np.ascontiguousarray(np.stack(rows), dtype=np.float32)
+__all__ = ["HashEmbedder", "HashEmbedderOptions", "OverlapReranker", "ScriptedLLM", "ScriptedLLMOptions", "words"]
 
 
 Script = Mapping[str, str] | Sequence[str] | Callable[[ChatRequest], str]

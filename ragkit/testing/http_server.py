@@ -15,6 +15,10 @@ this module does the rest::
 Every request is recorded (method, path, query, headers, JSON body, times);
 answers come from the deterministic helpers below, so a test can predict them.
 Threads, not asyncio: the server outlives any one test's event loop.
+Not pytest-httpserver: its server (werkzeug's) closes every connection, where
+real services keep them alive; it records no server-side times or calls in
+flight, so the faults and the recording here would stay; and it is no faster
+(``benchmarks/findings.md``).
 """
 
 from __future__ import annotations
@@ -289,6 +293,9 @@ class LoopbackServer:
 def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as real services speak
+        # Headers and body leave in two writes: with Nagle's algorithm the body waits for the
+        # client's delayed ACK of the headers, ~40 ms a request on a kept-alive connection.
+        disable_nagle_algorithm = True
 
         def do_GET(self) -> None:
             server._handle(self)

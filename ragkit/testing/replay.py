@@ -6,7 +6,7 @@ pipeline run on that real model output with no network and no model.
 
 How a prompt is answered:
 
-- An extraction prompt (``ragkit.pipeline.prompts``) carries the chunk between
+- An extraction prompt (``ragkit.core.prompts``) carries the chunk between
   marker lines. The chunk is looked up as a passage's ``passage`` text (title,
   newline, text), then with whitespace runs collapsed on both sides, and the
   passage's record is rendered whole (``canonical_extraction``).
@@ -45,9 +45,9 @@ from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.core.prompts import COMPLETE_MARKER, chunk_text_of, is_gleaning_request, render_rows
 from ragkit.errors import ConfigError
 from ragkit.ids import digest
-from ragkit.pipeline.prompts import COMPLETE_MARKER, chunk_text_of, is_gleaning_request, render_rows
 from ragkit.protocols.base import Capability
 from ragkit.protocols.models import ChatRequest, Completion, ModelAdapter, Usage
 from ragkit.schema import Entity, Relation

@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from ragkit.access import AccessList, Principal
-from ragkit.pipeline.config import IndexConfig
 from ragkit.rag import RAG
 from ragkit.schema import Document
+from ragkit.sections.index import IndexConfig
 from ragkit.settings import Settings
 from ragkit.testing import HashEmbedder, ScriptedLLM
 

@@ -1,5 +1,6 @@
-"""A principal's scope is kept while the status records stay as they are
-(issue 26, item 3): queries made as a principal read no status record until
+"""A principal's scope is kept while the status records stay as they are,
+because reading them all per query costs most at scale: queries made as a
+principal read no status record until
 one changes, and a change made by another process is seen at the next query.
 
 Troubleshoot: ``ragkit.core.scope.ReadableScopes`` keeps the scopes per

@@ -1,5 +1,6 @@
-"""A kept scope follows writes through the doc-status change feed (issue 26,
-item 3, follow-up): after a write, a principal's next query reads the changed
+"""A kept scope follows writes through the doc-status change feed, so a
+query after a write costs what changed: after a write, a principal's next
+query reads the changed
 records only, never a listing of all of them, and its scope is the one a
 fresh, uncached resolve gives.
 

@@ -27,10 +27,10 @@ import asyncio
 import hashlib
 import time
 
-from ragkit.pipeline.config import IndexConfig
-from ragkit.pipeline.prompts import COMPLETE_MARKER, chunk_text_of, render_rows
+from ragkit.core.prompts import COMPLETE_MARKER, chunk_text_of, render_rows
 from ragkit.rag import RAG
 from ragkit.schema import Document, Entity, Relation
+from ragkit.sections.index import IndexConfig
 from ragkit.settings import Settings
 from ragkit.testing import HashEmbedder
 from ragkit.testing.doubles import ScriptedLLM

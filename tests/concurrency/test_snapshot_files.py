@@ -1,4 +1,5 @@
-"""The file-level causes of issue 15's data loss, one store at a time.
+"""The file-level causes of lost data when two processes share a folder, one
+store at a time.
 
 Two store objects on one folder stand for two processes (nothing is shared
 between them but the files):
@@ -20,6 +21,7 @@ import pytest
 
 from ragkit.protocols.base import StoreConfig
 from ragkit.storage import NetworkXGraphStore, NumpyVectorStore, _files
+from ragkit.testing.store_files import journaled_file
 
 KINDS = ["graph", "vector"]
 DIM = 8
@@ -78,13 +80,13 @@ async def test_a_reader_closing_leaves_the_writers_files_alone(kind, tmp_path):
     await writer.flush()
     await apply_batch(writer, 1)
     await writer.flush()  # appended: a journal of the snapshot's generation
-    assert writer._file.journal.exists()  # noqa: SLF001
-    before = writer._file.signature()  # noqa: SLF001
+    assert journaled_file(writer).journal.exists()
+    before = journaled_file(writer).signature()
     reader = make(kind, tmp_path)
     await reader.open()
     assert await state(reader) == await reference(kind, tmp_path, 2)
     await reader.close()
-    assert writer._file.signature() == before  # noqa: SLF001 - nothing rewritten, nothing removed
+    assert journaled_file(writer).signature() == before  # nothing rewritten, nothing removed
     await apply_batch(writer, 2)
     await writer.flush()  # the journal is still there to append to
     again = make(kind, tmp_path)
@@ -108,18 +110,18 @@ async def test_a_reader_opening_during_a_compaction_sees_a_whole_state(kind, tmp
     await apply_batch(writer, 3)  # pending: the first append after the compaction
 
     reader = make(kind, tmp_path)
-    read_journal = reader._file._read_journal  # noqa: SLF001
+    read_journal = journaled_file(reader)._read_journal  # noqa: SLF001
 
     def writer_compacts_meanwhile():
         journal = read_journal()
-        wf = writer._file  # noqa: SLF001
+        wf = journaled_file(writer)
         gen = wf.generation + 1
         # What writer.compact() then writer.flush() do, at this very moment:
         wf._compact(writer._snapshot(gen), gen)  # noqa: SLF001
         wf._append(writer._encode_changes(list(wf._pending)))  # noqa: SLF001
         return journal
 
-    reader._file._read_journal = writer_compacts_meanwhile  # noqa: SLF001
+    journaled_file(reader)._read_journal = writer_compacts_meanwhile  # noqa: SLF001
     # The snapshot the writer writes holds batch 3 already (it encodes its memory):
     # the reader sees batches 0-3, whole, with no error.
     await reader.open()

@@ -23,7 +23,7 @@ from ragkit.testing.contracts import (
     SKIP_PREFIX,
     contract_test_names,
 )
-from ragkit.testing.contracts._base import GUARD_TEST, StoreContractBase, require
+from ragkit.testing.contracts.base.contract import GUARD_TEST, StoreContractBase, require
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

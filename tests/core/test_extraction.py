@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from ragkit.core.extraction import Fragment, entity_properties, relation_properties
 from ragkit.core.keys import entity_key, relation_key
-from ragkit.pipeline.merge import MergeConfig, Merger
+from ragkit.pipeline.merge import Merger
 from ragkit.schema import Entity, Relation
+from ragkit.sections.index import MergeConfig
 from ragkit.tokenizer import TiktokenTokenizer
 
 FRAGMENTS = [

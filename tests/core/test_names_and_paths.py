@@ -1,4 +1,5 @@
-"""Names and paths from settings are checked whole (issue 15, item 6).
+"""Names and paths from settings are checked whole, so a name cannot reach
+outside its folder.
 
 ``re.match`` with a pattern ending in ``$`` accepts a trailing newline
 (``$`` matches before it), so every name rule uses ``fullmatch``; a NUL in

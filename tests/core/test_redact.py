@@ -1,4 +1,4 @@
-"""Credentials never reach error text (issue 15, item 5).
+"""Credentials never reach error text, which is logged and shown to clients.
 
 First the rules of ``ragkit.redact.redact`` on strings; then the real
 ``openai`` and ``ollama`` clients against loopback servers whose error bodies

@@ -80,7 +80,7 @@ def test_secrets_masked_by_name_and_in_urls():
 
 
 def test_secret_names_are_told_from_counts_of_tokens():
-    from ragkit.settings import is_secret
+    from ragkit.redact import is_secret
 
     for name in ("api_key", "API-KEY", "apikey", "auth_token", "authorization", "password", "client_secret", "accessToken"):
         assert is_secret(name), name

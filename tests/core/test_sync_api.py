@@ -1,4 +1,4 @@
-"""The sync API (issue 14): one long-lived event loop per ``RAG``, the same
+"""The sync API: one long-lived event loop per ``RAG``, the same
 signatures as the async methods, working inside a running loop, stores opened
 once, a clean close; and ``insert`` taking texts and paths as separate arguments.
 
@@ -251,7 +251,7 @@ def test_paths_are_a_separate_argument(tmp_path):
     (tmp_path / "docs" / "a.md").write_text("Ada Lovelace worked with Charles Babbage.")
     with make_rag(tmp_path / "w") as rag:
         missing = str(tmp_path / "missing.md")
-        # A path that does not exist is an error before anything is indexed (issue 32), not a failed item.
+        # A path that does not exist is an error before anything is indexed, not a failed item a caller may not read.
         with pytest.raises(InputNotFoundError, match="missing.md"):
             rag.insert("a text", paths=[tmp_path / "docs", missing])
         assert sum(rag.status().values()) == 0

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from ragkit.pipeline.check import check
-from ragkit.pipeline.config import IndexConfig
 from ragkit.plugins import get_registry
 from ragkit.rag import RAG
 from ragkit.schema import Document, QueryParam
+from ragkit.sections.index import IndexConfig
 from ragkit.settings import Settings
 from ragkit.testing import HashEmbedder
 from ragkit.testing.contracts.options import contract_options

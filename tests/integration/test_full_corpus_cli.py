@@ -57,7 +57,7 @@ async def _retrieval_on_dev_questions(working_dir: Path) -> None:
         for mode in ("local", "global", "hybrid", "mix"):
             rows = []
             for q in questions:
-                # chunk_top_k now bounds the chunks from every source (issue 17); at the
+                # chunk_top_k now bounds the chunks from every source (equal cost); at the
                 # default 20, global reached any_supporting 0.50 on this hash-embedder index
                 # (the bound, not the threshold, was widened: the claim is about the graph).
                 result = await rag.aquery(q["question"], mode=mode, only_need_context=True, chunk_top_k=40)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from ragkit.offline import OfflineLLM
-from ragkit.pipeline.config import IndexConfig
 from ragkit.rag import RAG
 from ragkit.schema import QueryParam
+from ragkit.sections.index import IndexConfig
 from ragkit.settings import Settings
 from ragkit.testing import HashEmbedder
 from ragkit.testing.documents import (
@@ -88,8 +88,8 @@ async def test_each_type_is_cited_down_to_its_page_and_passage(tmp_path):
 
 
 def test_chunks_end_at_page_boundaries(tmp_path):
-    from ragkit.pipeline.load import load_documents
     from ragkit.pipeline.chunk import TokenChunker
+    from ragkit.pipeline.load import load_documents
     from ragkit.tokenizer import TiktokenTokenizer
 
     path = write_pdf(tmp_path / "r.pdf", pages(2, n=6))

@@ -1,4 +1,4 @@
-"""Headings of a PDF without bookmarks (issue 32, item 8): a PDF made by
+"""Headings of a PDF without bookmarks: a PDF made by
 reportlab has headings set in a larger font and no outline. Each heading is
 a paragraph of its own (not run into the sentence after it: "Repairs The
 replacement pump...") and names the section of the text under it.

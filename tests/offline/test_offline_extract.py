@@ -17,10 +17,10 @@ import textwrap
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ragkit.core.prompts import COMPLETE_MARKER
 from ragkit.ids import normalize_name
 from ragkit.offline.extract import extract, extraction_rows
 from ragkit.pipeline.parse import parse_extraction
-from ragkit.pipeline.prompts import COMPLETE_MARKER
 
 HAIJIA = (
     "Project Haijia, led by Gu Yao, buys control boards from Yingchuan. "

@@ -12,13 +12,18 @@ import re
 
 import pytest
 
+from ragkit.core.prompts import (
+    COMPLETE_MARKER,
+    build_extraction_request,
+    build_gleaning_request,
+    build_keywords_request,
+    build_summary_request,
+)
 from ragkit.offline import NOTICE, OfflineLLM, notice_once
 from ragkit.offline.answer import BYPASS, NOTICE_EN, NOTICE_ZH
-from ragkit.pipeline.merge import build_summary_request
-from ragkit.pipeline.prompts import COMPLETE_MARKER, build_extraction_request, build_gleaning_request
 from ragkit.protocols import ChatRequest
 from ragkit.query.answer import build_answer_request, build_bypass_request
-from ragkit.query.keywords import build_keywords_request, parse_keywords
+from ragkit.query.keywords import parse_keywords
 
 CONTEXT = "\n".join([
     "-----Entities (knowledge graph)-----",

@@ -1,4 +1,4 @@
-"""``ragkit index`` on inputs that fail (issue 15, items 3 and 6): a file name
+"""``ragkit index`` on inputs that fail: a file name
 that is not UTF-8 and a named file that does not exist fail alone, the good
 files are indexed, the exit status is 1 (0: all indexed or skipped on purpose;
 2: usage or settings), and ``--dry-run`` reports the same lines and status."""

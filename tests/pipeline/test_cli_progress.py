@@ -1,4 +1,4 @@
-"""Counts and progress of real ``ragkit index`` runs (issue 32, items 6, 7, 9):
+"""Counts and progress of real ``ragkit index`` runs:
 a run ``kill -9``-ed mid-way, then run again, reports counts that add up to
 the documents given (its own summary and its progress line), and the progress
 line says ``ETA estimating…`` until a rate is known, never ``ETA 0s`` with

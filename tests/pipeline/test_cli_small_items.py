@@ -1,4 +1,4 @@
-"""The smaller findings of issue 32 (item 8), each as a user meets it through
+"""Small mistakes a user of the CLI met, each as a user meets it through
 the ``ragkit`` command (real child processes, offline LLM, embedded stores):
 
 - a file name holding a newline is shown escaped, on one report line;

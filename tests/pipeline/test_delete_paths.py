@@ -1,5 +1,5 @@
-"""``ragkit delete PATH`` from another folder than the one ``ragkit index`` ran in
-(issue 32, item 4): the loader records each file's absolute path, so a file is
+"""``ragkit delete PATH`` from another folder than the one ``ragkit index`` ran in:
+the loader records each file's absolute path, so a file is
 found by its absolute path, or by a path relative to the folder ``delete`` runs
 in, wherever the index ran.
 

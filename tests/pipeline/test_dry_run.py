@@ -9,11 +9,11 @@ import pytest
 from ragkit.cli.main import main
 from ragkit.core.tokens import request_tokens
 from ragkit.pipeline.dry_run import dry_run
-from ragkit.pipeline.extract import ExtractConfig
 from ragkit.pipeline.index import IndexConfig
 from ragkit.protocols import ChatRequest, Completion
 from ragkit.rag import RAG
 from ragkit.schema import Document
+from ragkit.sections.index import ExtractConfig
 from ragkit.settings import Settings
 from ragkit.testing import HashEmbedder
 from ragkit.testing.corpus import write_passages

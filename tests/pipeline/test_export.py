@@ -98,7 +98,7 @@ async def test_json_round_trip(rag, tmp_path):
     assert {n["id"]: n["properties"] for n in data["nodes"]} == snap["nodes"]
     assert {(e["source"], e["target"]): e["properties"] for e in data["edges"]} == snap["edges"]
     chunks = {c["id"]: c for c in data["chunks"]}
-    # Every chunk, cited or not: the graph with its sources (issue 32).
+    # Every chunk, cited or not: the graph with all its sources, so an export can be read without the store.
     assert set(chunks) == set(snap["chunks"]) >= cited(snap) and summary.chunks == len(chunks)
     assert (summary.entities, summary.relations) == (len(snap["nodes"]), len(snap["edges"]))
     for cid, chunk in chunks.items():
@@ -195,7 +195,7 @@ def test_cli_export(tmp_path, passages, monkeypatch, capsys):
     assert "cannot tell the export format" in capsys.readouterr().err
 
 
-# -- characters XML cannot hold (issue 15, item 4) -----------------------------------------
+# -- characters XML cannot hold -------------------------------------------------------------
 
 # \x01, \x0b, \x1f (controls), \ufffe, \uffff (non-characters) are not XML 1.0
 # characters, not even as &#...; references; \t, \n, \x7f and U+FFFD are.

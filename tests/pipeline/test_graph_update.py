@@ -1,6 +1,6 @@
 """The graph update's working set: a row that recurs in many source chunks is
 held once per update, so a text whose passages recur does not hold one copy
-of the row per occurrence (the 50 MiB run of issue 15)."""
+of the row per occurrence (a 50 MiB text ran out of memory that way)."""
 
 from __future__ import annotations
 

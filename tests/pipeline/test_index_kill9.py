@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.pipeline.check import check
-from ragkit.core.stores import Stores
+from ragkit.backends import build_stores
 from ragkit.schema import LEGACY_DELETING_FLAG, DocStatus
 from ragkit.settings import Settings
 from ragkit.testing.snapshot import store_snapshot
@@ -79,7 +79,7 @@ def finished(proc: subprocess.CompletedProcess | subprocess.Popen, stderr: str) 
 async def full_snapshot(workdir: Path) -> dict:
     """``store_snapshot`` plus what it leaves out: vectors and their metadata,
     file paths, status records beyond the status, and the LLM cache."""
-    stores = Stores.from_settings(Settings(working_dir=workdir), 32)
+    stores = build_stores(Settings(working_dir=workdir), 32)
     await stores.open()
     try:
         snap = await store_snapshot(stores)

@@ -1,4 +1,4 @@
-"""``rag.insert(paths=[...])`` with a path that does not exist (issue 32, item 5):
+"""``rag.insert(paths=[...])`` with a path that does not exist:
 it raises ``InputNotFoundError`` naming every missing path, before anything is
 written, instead of returning a report whose only trace is a failed
 ``LoadItem``. The result of a good insert is an ``InsertResult`` whose fields

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from ragkit.pipeline import load as load_mod
-from ragkit.pipeline.load import TEXT_EXTENSIONS, LoadReport, load_documents
+from ragkit.loaders.text import TEXT_EXTENSIONS
+from ragkit.pipeline.load import LoadReport, load_documents
 from ragkit.schema import Document
 
 needs_unprivileged = pytest.mark.skipif(
@@ -82,7 +83,7 @@ def test_a_missing_path_fails(tmp_path):
 
 
 def test_strings_are_texts_even_when_they_look_like_paths(tmp_path):
-    """Nothing is guessed (issue 14): "Q3/Q4" once failed as a missing file."""
+    """Nothing is guessed, because a guess can pick the wrong file: "Q3/Q4" once failed as a missing file."""
     write(tmp_path / "a.txt", "file content")
     texts = ["Q3/Q4", "notes.md", "Please read README.md", str(tmp_path / "a.txt"), "docs/"]
     report = load_documents(texts)
@@ -110,7 +111,7 @@ def test_text_files_load_with_their_path_and_normalised_newlines(tmp_path):
     a = report.documents[0]
     assert a.content == "one\ntwo\nthree\n"
     assert a.file_path == (tmp_path / "a.txt").as_posix()
-    # The absolute path, for finding the file again from any folder (issue 32).
+    # The absolute path, for finding the file again from any folder (``ragkit delete PATH``).
     assert a.metadata == {"source": "file", "ragkit_source_path": (tmp_path / "a.txt").as_posix()}
 
 
@@ -458,7 +459,7 @@ def test_loading_is_deterministic(tmp_path):
     assert [i.__dict__ for i in first.items] == [i.__dict__ for i in second.items]
 
 
-# --- file names that are not UTF-8 (issue 15, item 3) -------------------------------------
+# --- file names that are not UTF-8 ---------------------------------------------------------
 
 
 def byte_name(folder: Path, raw: bytes) -> Path:

@@ -15,9 +15,7 @@ import unicodedata
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragkit.ids import normalize_name
-from ragkit.pipeline.parse import MAX_NAME_CHARS, MAX_STRENGTH, MAX_WARNINGS, ParsedExtraction, parse_extraction
-from ragkit.pipeline.prompts import (
+from ragkit.core.prompts import (
     COMPLETE_MARKER,
     EXAMPLES,
     GLEANING_PROMPT,
@@ -29,6 +27,8 @@ from ragkit.pipeline.prompts import (
     is_gleaning_request,
     render_rows,
 )
+from ragkit.ids import normalize_name
+from ragkit.pipeline.parse import MAX_NAME_CHARS, MAX_STRENGTH, MAX_WARNINGS, ParsedExtraction, parse_extraction
 from ragkit.schema import Entity, Relation
 
 ROWS = """\

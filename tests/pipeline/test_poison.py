@@ -1,4 +1,4 @@
-"""A poison extraction answer fails at most its own document, once (issue 15, item 2).
+"""A poison extraction answer fails at most its own document, once.
 
 Before: an answer whose JSON held ``"bad \\ud800 text"`` failed the committer's
 extraction write ("KV value ... not storable", naming a chunk), outside the

@@ -1,4 +1,4 @@
-"""The ETA of ``ragkit index`` (issue 32, items 7 and 9), fed the indexer's
+"""The ETA of ``ragkit index``, fed the indexer's
 progress events on a clock the test moves: ``estimating…`` until a rate is
 known, then from chunks (counted or estimated from characters), never ``0s``
 while work is left; resumed chunks count as done but not towards the rate.
@@ -89,7 +89,8 @@ def test_unchanged_documents_count_as_done():
 
 
 def test_a_windows_commit_is_measured_apart_from_extraction():
-    """The shape of the measured 2 MiB run (benchmarks/findings.md, issue 32): a
+    """The shape of the measured 2 MiB run (benchmarks/findings.md, "What to
+    expect per MB"): a
     first window of 256 chunks extracted in 140 s and committed 60 s later;
     then the commit's cost is counted for the chunks left too."""
     clock = Clock()

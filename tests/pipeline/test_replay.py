@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from ragkit.core.prompts import COMPLETE_MARKER, build_extraction_request, build_gleaning_request
 from ragkit.errors import ConfigError
 from ragkit.ids import normalize_name
 from ragkit.pipeline.parse import parse_extraction
-from ragkit.pipeline.prompts import COMPLETE_MARKER, build_extraction_request, build_gleaning_request
 from ragkit.protocols.models import LLM, ChatRequest
 from ragkit.schema import Entity, Relation
 from ragkit.testing.replay import OPENIE_FILE, ReplayLLM, load_musique, musique_dir

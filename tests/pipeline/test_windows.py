@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ragkit.core.stores import Stores
+from ragkit.backends import build_stores
 from ragkit.pipeline.check import check
 from ragkit.pipeline.chunk import TokenChunker
 from ragkit.pipeline.windows import COMMITTED_MARK, iter_chunks, segments
@@ -130,7 +130,7 @@ def run_worker(workdir: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 async def _state(workdir: Path) -> dict:
-    stores = Stores.from_settings(Settings(working_dir=workdir), 32)
+    stores = build_stores(Settings(working_dir=workdir), 32)
     await stores.open()
     try:
         snap = await store_snapshot(stores)

@@ -1,5 +1,5 @@
-"""Issue #2 acceptance: a broken third-party plugin never takes ragkit down
-(issue 14: nor does a mis-declared query mode).
+"""A broken third-party plugin never takes ragkit down (nor does a
+mis-declared query mode): one bad package must not break every command.
 
 Throwaway plugin distributions are written as wheels and installed with pip
 into throwaway venvs (see conftest.py), then the real CLI runs there.

@@ -15,7 +15,7 @@ import pytest
 
 from ragkit.protocols.base import Capability
 from ragkit.testing.contracts import KVStoreContract, contract_test_names
-from ragkit.testing.contracts._base import required_capability
+from ragkit.testing.contracts.base.contract import required_capability
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ragkit-example-plugin"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ragkit.pipeline.config import IndexConfig
 from ragkit.rag import RAG
 from ragkit.schema import Document
+from ragkit.sections.index import IndexConfig
 from ragkit.settings import Settings
 from ragkit.testing import HashEmbedder
 from ragkit.testing.replay import Question, ReplayLLM, load_musique

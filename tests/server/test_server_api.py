@@ -88,7 +88,7 @@ def test_query_every_mode(served, loaded, mode):
         assert body["answer"]
         if mode != "bypass":
             assert body["references"] and all("doc_id" in ref for ref in body["references"])
-            # The references are the sources the answer cites, as it numbers them (issue 32).
+            # The references are the sources the answer cites, as it numbers them, so [n] in the text finds its source.
             cited = {int(n) for n in re.findall(r"\[(\d+)\]", body["answer"])}
             assert cited == {ref["number"] for ref in body["references"]} == set(range(1, len(cited) + 1))
             sources = {ref["source_number"]: ref["doc_id"] for ref in body["sources"]}

@@ -38,6 +38,7 @@ from ragkit.errors import StoreError
 from ragkit.protocols.base import StoreConfig
 from ragkit.storage import NetworkXGraphStore, NumpyVectorStore
 from ragkit.storage import _files
+from ragkit.testing.store_files import journal_good_bytes, journaled_file
 
 DIM = 16
 KINDS = ["graph", "vector"]
@@ -133,7 +134,8 @@ async def reopened(kind: str, root: Path, files: dict[str, bytes]) -> dict:
 
 
 def journal_size(store) -> int:
-    return store._file.journal.stat().st_size if store._file.journal.exists() else 0  # noqa: SLF001
+    journal = journaled_file(store).journal
+    return journal.stat().st_size if journal.exists() else 0
 
 
 @pytest.fixture
@@ -158,7 +160,7 @@ async def test_torn_tail_at_every_byte_loads_previous_flush(kind, tmp_path, jour
     before_last, end = sizes[1], sizes[2]
     assert 0 < before_last < end  # batches 1 and 2 are journal records
     files = files_of(store)
-    name = store._file.journal.name  # noqa: SLF001
+    name = journaled_file(store).journal.name
     two, three = await reference(kind, tmp_path, 2), await reference(kind, tmp_path, 3)
     assert await reopened(kind, tmp_path, files) == three
 
@@ -193,7 +195,7 @@ async def test_damaged_middle_record_is_a_clear_error(kind, where, tmp_path, jou
         await apply_batch(store, i)
         await store.flush()
         sizes.append(journal_size(store))
-    journal = store._file.journal  # noqa: SLF001
+    journal = journaled_file(store).journal
     data = bytearray(journal.read_bytes())
     header = _files.read_frames(bytes(data))[0][0]
     first = 12 + len(header)  # batch 1's record starts after the header frame
@@ -215,9 +217,9 @@ async def test_damaged_last_record_is_a_torn_tail(kind, tmp_path, journal_small_
     for i in range(3):
         await apply_batch(store, i)
         await store.flush()
-    data = bytearray(store._file.journal.read_bytes())  # noqa: SLF001
+    data = bytearray(journaled_file(store).journal.read_bytes())
     data[-3] ^= 0x01
-    damaged = {**files_of(store), store._file.journal.name: bytes(data)}  # noqa: SLF001
+    damaged = {**files_of(store), journaled_file(store).journal.name: bytes(data)}
     assert await reopened(kind, tmp_path, damaged) == await reference(kind, tmp_path, 2)
 
 
@@ -286,9 +288,9 @@ async def test_compaction_when_journal_outgrows_snapshot(kind, tmp_path):
     await store.open()
     await _grow(kind, store, 3_000)
     await store.flush()
-    assert store._file.generation == 1  # noqa: SLF001 - the first flush writes a snapshot
+    assert journaled_file(store).generation == 1  # the first flush writes a snapshot
     round_ = 0
-    while store._file.generation == 1:  # noqa: SLF001
+    while journaled_file(store).generation == 1:
         snapshot_size = store.path.stat().st_size
         await _change(kind, store, 400, round_)
         await store.flush()
@@ -296,19 +298,19 @@ async def test_compaction_when_journal_outgrows_snapshot(kind, tmp_path):
         assert journal_size(store) <= snapshot_size  # compacts rather than outgrow it
         assert round_ < 100, "never compacted"
     assert round_ > 3  # a few appends first
-    assert not store._file.journal.exists()  # noqa: SLF001 - a fresh journal starts later
+    assert not journaled_file(store).journal.exists()  # a fresh journal starts later
     expected = await state(store)
     assert await reopened(kind, tmp_path, files_of(store)) == expected
     await _change(kind, store, 10, 99)  # then appends again, to the new generation
     await store.flush()
     expected = await state(store)
-    journal = _files.read_journal(store._file.journal)  # noqa: SLF001
+    journal = _files.read_journal(journaled_file(store).journal)
     assert journal.generation == 2 and len(journal.payloads) == 1
     assert await reopened(kind, tmp_path, files_of(store)) == expected
     await store.close()  # close folds the journal in
-    assert not store._file.journal.exists()  # noqa: SLF001
+    assert not journaled_file(store).journal.exists()
     async with make(kind, tmp_path) as again:
-        assert await state(again) == expected and again._file.generation == 3  # noqa: SLF001
+        assert await state(again) == expected and journaled_file(again).generation == 3
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -321,16 +323,16 @@ async def test_stale_journal_generation_is_ignored(kind, tmp_path, journal_small
     await store.flush()
     await apply_batch(store, 1)
     await store.flush()
-    stale = store._file.journal.read_bytes()  # noqa: SLF001
+    stale = journaled_file(store).journal.read_bytes()
     await apply_batch(store, 2)  # updates and deletes what batch 1 wrote
     await store.close()  # compaction: generation 2
-    store._file.journal.write_bytes(stale)  # noqa: SLF001 - as if the removal never happened
+    journaled_file(store).journal.write_bytes(stale)  # as if the removal never happened
     three = await reference(kind, tmp_path, 3)
     async with make(kind, tmp_path) as again:
         assert await state(again) == three
         await apply_batch(again, 3)
         await again.flush()  # restarts the journal rather than appending to the stale one
-        assert _files.read_journal(again._file.journal).generation == 2  # noqa: SLF001
+        assert _files.read_journal(journaled_file(again).journal).generation == 2
         assert await reopened(kind, tmp_path, files_of(again)) == await reference(kind, tmp_path, 4)
 
 
@@ -346,7 +348,7 @@ async def test_journal_newer_than_snapshot_or_orphaned_is_an_error(kind, tmp_pat
     await store.open()
     await apply_batch(store, 2)
     await store.flush()  # a journal of generation 2
-    journal = store._file.journal  # noqa: SLF001
+    journal = journaled_file(store).journal
     assert _files.read_journal(journal).generation == 2
     with pytest.raises(StoreError, match="newer than") as info:
         await reopened(kind, tmp_path, {**files_of(store), store.path.name: old_snapshot})
@@ -379,17 +381,17 @@ async def test_snapshot_files_without_journal_still_open(kind, tmp_path, journal
         expected = {"a": (vecs[0].tolist(), {"k": 1}), "b": (vecs[1].tolist(), {}),
                     "c": ([1.0] * DIM, {})}
     await store.open()
-    assert store._file.generation == 0  # noqa: SLF001
+    assert journaled_file(store).generation == 0
     if kind == "graph":
         await store.upsert_edge("b", "c", {})
     else:
         await store.upsert(["c"], np.ones((1, DIM)))
     await store.flush()  # a journal of generation 0 over the old file
-    assert _files.read_journal(store._file.journal).generation == 0  # noqa: SLF001
+    assert _files.read_journal(journaled_file(store).journal).generation == 0
     assert await reopened(kind, tmp_path, files_of(store)) == expected
     await store.close()
     async with make(kind, tmp_path) as again:
-        assert await state(again) == expected and again._file.generation == 1  # noqa: SLF001
+        assert await state(again) == expected and journaled_file(again).generation == 1
 
 
 # --- concurrency, failures, drop ------------------------------------------------------
@@ -430,7 +432,7 @@ async def test_failed_append_is_retried_over_its_partial_bytes(kind, tmp_path, m
     await apply_batch(store, 2)
     with pytest.raises(OSError, match="disk full"):
         await store.flush()
-    assert store._file.dirty  # noqa: SLF001
+    assert journaled_file(store).dirty
     assert await reopened(kind, tmp_path, files_of(store)) == await reference(kind, tmp_path, 2)
     monkeypatch.setattr(_files, "write_at", real)
     await store.flush()  # over the partial bytes
@@ -445,9 +447,9 @@ async def test_drop_removes_snapshot_and_journal(kind, tmp_path, journal_small_s
     for i in range(2):
         await apply_batch(store, i)
         await store.flush()
-    assert store.path.exists() and store._file.journal.exists()  # noqa: SLF001
+    assert store.path.exists() and journaled_file(store).journal.exists()
     await store.drop()
-    assert not store.path.exists() and not store._file.journal.exists()  # noqa: SLF001
+    assert not store.path.exists() and not journaled_file(store).journal.exists()
     await apply_batch(store, 0)
     await store.close()
     async with make(kind, tmp_path) as again:
@@ -569,11 +571,11 @@ async def test_kill_9_mid_append_loads_previous_flush(kind, tmp_path, journal_sm
     finally:
         child.kill()
     store = make(kind, tmp_path)
-    journal = store._file.journal  # noqa: SLF001
+    journal = journaled_file(store).journal
     half_written = journal.stat().st_size
     async with store:
         assert await state(store) == await reference(kind, tmp_path, 4)
-        assert store._file._journal_bytes < half_written  # noqa: SLF001 - the torn tail
+        assert journal_good_bytes(store) < half_written  # the torn tail
         await apply_batch(store, 4)
         await store.flush()  # over the torn tail
         assert await reopened(kind, tmp_path, files_of(store)) == await reference(kind, tmp_path, 5)

@@ -33,6 +33,7 @@ from ragkit.protocols import (
 from ragkit.protocols.vector import search_past_ties
 from ragkit.schema import VectorHit
 from ragkit.storage import NetworkXGraphStore, NumpyVectorStore, SQLiteKVStore
+from ragkit.testing.store_files import journaled_file
 
 PROTOCOLS = {"kv": KVStore, "vector": VectorStore, "graph": GraphStore, "doc_status": DocStatusStore}
 
@@ -260,7 +261,7 @@ def test_journal_lock_is_made_by_open_on_each_sessions_loop(tmp_path: Path):
     """The embedded stores' save lock belongs to the event loop that opened
     them: two sessions on two loops each open, write, flush and close."""
     store = NumpyVectorStore(StoreConfig(namespace="v", working_dir=tmp_path, dimension=4))
-    assert store._file.lock is None  # noqa: SLF001 - nothing loop-bound before open()
+    assert journaled_file(store).lock is None  # nothing loop-bound before open()
 
     async def session(n: int) -> int:
         await store.open()

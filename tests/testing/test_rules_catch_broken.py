@@ -1,5 +1,6 @@
-"""Every rule issue 19 added is caught: for each broken adapter of
-``ragkit.testing.broken_rules`` (one per rule, named by its ``violates``),
+"""Every rule a backend is likely to break is caught: for each broken adapter of
+each kind's ``broken`` module (``RULE_BREAKERS``: one per rule, named by its
+``violates``; gathered by ``ragkit.testing.contracts.base.broken``),
 the matching contract, run exactly as a third party runs it (a subclass
 with its own ``adapter`` fixture, in a pytest subprocess), fails in at least
 one test that names that rule with ``@checks``, while the unbroken reference
@@ -24,9 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from ragkit.testing import broken_rules
 from ragkit.testing.contracts import CONTRACTS, CrossProtocolContract, LeaseContract
-from ragkit.testing.contracts.rules import protocol_rules
+from ragkit.testing.contracts.base.broken import rule_breaker_groups, rule_breakers
+from ragkit.testing.contracts.base.checks import protocol_rules
+from ragkit.testing.contracts.base.contract import StoreContractBase, contract_test_names
 
 HEADER = '''\
 import pytest
@@ -102,13 +104,7 @@ ALL_CONTRACTS = {
 
 def _groups() -> dict[str, tuple[list[type], type]]:
     """contract name -> (broken adapters, reference)."""
-    out: dict[str, tuple[list[type], type]] = {}
-    groups = (broken_rules.STORE_BREAKERS, broken_rules.MODEL_BREAKERS, broken_rules.CROSS_BREAKERS, broken_rules.LEASE_BREAKERS)
-    for group in groups:
-        for contract, classes in group.items():
-            ref = broken_rules.REFERENCES.get(contract, broken_rules.HashEmbedder)
-            out[contract] = (list(classes), ref)
-    return out
+    return {contract: (list(classes), ref) for contract, (classes, ref) in rule_breaker_groups().items()}
 
 
 def _template(contract: str) -> str:
@@ -116,7 +112,7 @@ def _template(contract: str) -> str:
         return CROSS_CLASS
     if contract == "LeaseContract":
         return LEASE_CLASS
-    return STORE_CLASS if contract in broken_rules.STORE_BREAKERS else MODEL_CLASS
+    return STORE_CLASS if issubclass(ALL_CONTRACTS[contract], StoreContractBase) else MODEL_CLASS
 
 
 def run_group(workdir: Path, contract: str, adapters: list[type], reference: type) -> dict[str, dict[str, str]]:
@@ -172,8 +168,6 @@ def group_runs(tmp_path_factory):
 
 
 def _tests_checking(contract: type, rule: str) -> set[str]:
-    from ragkit.testing.contracts._base import contract_test_names
-
     return {
         name for name in contract_test_names(contract)
         if rule in getattr(inspect.getattr_static(contract, name), "ragkit_rules", ())
@@ -217,13 +211,13 @@ FENCING_RULES = {
 
 def test_every_fencing_rule_has_a_breaker():
     """The writer lock's rules that a store or lease can get wrong each have one."""
-    broken = {cls.violates for cls in broken_rules.rule_breakers()}
+    broken = {cls.violates for cls in rule_breakers()}
     assert FENCING_RULES - broken == set()
 
 
 def test_every_breaker_breaks_a_stated_rule_and_names_its_defect():
     stated = protocol_rules()
-    for cls in broken_rules.rule_breakers():
+    for cls in rule_breakers():
         assert cls.violates in stated, f"{cls.__name__} breaks [{cls.violates}], which no protocol docstring states"
         assert isinstance(cls.defect, str) and cls.defect and cls.__doc__
 
@@ -241,7 +235,7 @@ ISSUE_19_RULES = {
 
 
 def test_every_rule_added_has_a_breaker():
-    broken = {cls.violates for cls in broken_rules.rule_breakers()}
+    broken = {cls.violates for cls in rule_breakers()}
     assert ISSUE_19_RULES - broken == set()
 
 

@@ -1,6 +1,7 @@
 """The contract suite catches broken adapters (and passes the built-in ones).
 
-For each deliberately broken adapter in ``ragkit.testing.broken`` the matching
+For each deliberately broken adapter in a kind's ``broken`` module (its
+``DEFECTS``, gathered by ``ragkit.testing.contracts.base.broken``) the matching
 contract class runs against it exactly as a third party would run it: a test
 module (written into tmp_path) subclasses the contract and overrides the
 ``adapter`` fixture, and pytest runs it in a subprocess with a junit report.
@@ -26,7 +27,10 @@ from ragkit.storage import (
     SQLiteDocStatusStore,
     SQLiteKVStore,
 )
-from ragkit.testing import broken
+from ragkit.testing.contracts.base.broken import defect_doubles
+from ragkit.testing.contracts.graph import broken as graph_broken
+from ragkit.testing.contracts.kv import broken as kv_broken
+from ragkit.testing.contracts.vector import broken as vector_broken
 
 # A small, derandomized state-machine budget (CI=1: fixed seed, no example
 # database): the targeted tests must catch each defect by themselves.
@@ -176,24 +180,24 @@ FILTER_TESTS = [
 
 # Every run is of the whole contract: each takes about two seconds.
 CASES = [
-    case(broken.ReversedBatchKVStore, "KVStoreContract",
+    case(kv_broken.ReversedBatchKVStore, "KVStoreContract",
          ["test_get_many_keeps_order_duplicates_and_none"], "differs from what was written"),
-    case(broken.MergingUpsertKVStore, "KVStoreContract",
+    case(kv_broken.MergingUpsertKVStore, "KVStoreContract",
          # The contract modules are not assertion-rewritten, and this assert has no
          # message of its own: the traceback only says "AssertionError".
          ["test_upsert_replaces_whole_record"], None),
-    case(broken.StrictDeleteKVStore, "KVStoreContract",
+    case(kv_broken.StrictDeleteKVStore, "KVStoreContract",
          ["test_delete_missing_keys_is_not_an_error"], "cannot delete missing"),
-    case(broken.StrictDeleteVectorStore, "VectorStoreContract",
+    case(vector_broken.StrictDeleteVectorStore, "VectorStoreContract",
          ["test_delete_missing_ids_is_not_an_error"], "cannot delete missing"),
-    case(broken.IgnoresFilterVectorStore, "VectorStoreContract", FILTER_TESTS, "filter="),
-    case(broken.StrictDeleteGraphStore, "GraphStoreContract",
+    case(vector_broken.IgnoresFilterVectorStore, "VectorStoreContract", FILTER_TESTS, "filter="),
+    case(graph_broken.StrictDeleteGraphStore, "GraphStoreContract",
          ["test_deleting_missing_things_is_not_an_error"], "cannot delete missing"),
-    case(broken.DuplicateEdgesGraphStore, "GraphStoreContract",
+    case(graph_broken.DuplicateEdgesGraphStore, "GraphStoreContract",
          ["test_scans_yield_everything_once"], "not canonical"),
-    case(broken.StaleDegreeGraphStore, "GraphStoreContract",
+    case(graph_broken.StaleDegreeGraphStore, "GraphStoreContract",
          ["test_degree_after_every_mutation"], "degrees: expected"),
-    case(broken.MissingNodeEmptyEdgesGraphStore, "GraphStoreContract",
+    case(graph_broken.MissingNodeEmptyEdgesGraphStore, "GraphStoreContract",
          ["test_nodes_edges_tells_missing_from_isolated"], "== [None, [], "),
 ]
 
@@ -238,7 +242,7 @@ def test_contract_catches_broken_adapter(contract_runs, c: Case):
 
 def test_every_broken_adapter_is_checked():
     checked = {c.adapter for c in CASES}
-    listed = {cls for classes in broken.BROKEN_ADAPTERS.values() for cls in classes}
+    listed = {cls for classes in defect_doubles().values() for cls in classes}
     assert listed == checked, sorted(cls.__name__ for cls in listed ^ checked)
     for cls in listed:
         assert isinstance(cls.defect, str) and cls.defect
@@ -250,5 +254,5 @@ def test_broken_adapters_are_not_registered():
     from ragkit.plugins import get_registry
 
     registered = {info.cls for info in get_registry().all_adapters()}
-    listed = {cls for classes in broken.BROKEN_ADAPTERS.values() for cls in classes}
+    listed = {cls for classes in defect_doubles().values() for cls in classes}
     assert not registered & listed

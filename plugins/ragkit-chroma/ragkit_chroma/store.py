@@ -170,6 +170,12 @@ class ChromaVectorStore(VectorStore):
     def where(self) -> str:
         return f"Chroma collection {self.collection_name!r} ({self.location})"
 
+    @property
+    def client(self) -> Any:
+        """The chromadb client while the store is open (``None`` otherwise), for
+        tools and tests that look at the collection the way Chroma stores it."""
+        return self._client
+
     # -- lifecycle -------------------------------------------------------------------
 
     async def _open(self) -> None:

@@ -161,7 +161,7 @@ async def test_upsert_beyond_max_batch_size(make_store, mode, monkeypatch):
     """One upsert of ``max_batch_size + 7`` records is split at the client's
     ``max_batch_size``; every record is stored and searchable."""
     store = await make_store(mode)
-    limit = store._client.get_max_batch_size()
+    limit = store.client.get_max_batch_size()
     n = limit + 7
     calls = CallLog(monkeypatch, "upsert")
     m = rows(n, seed=1)
@@ -193,7 +193,7 @@ async def test_chroma_never_embeds(make_store, mode, monkeypatch):
     await store.upsert(["a", "b"], rows(2), [{"t": "x"}, {}])
     hits = await store.query(rows(1)[0], 2, filter={"t": "x"})
     assert [h.id for h in hits] == ["a"]
-    collection = store._client.get_collection(store.collection_name, embedding_function=None)
+    collection = store.client.get_collection(store.collection_name, embedding_function=None)
     assert collection.configuration.get("embedding_function") is None
     for name, kwargs in calls.calls:
         if name == "upsert":
@@ -213,12 +213,12 @@ async def test_workspaces_are_isolated_in_one_database(make_store, mode):
     await a.upsert(["same"], [[1, 0, 0, 0]], [{"who": "a"}])
     await b.upsert(["same", "other"], [[0, 1, 0, 0], [0, 0, 1, 0]], [{"who": "b"}, {}])
     assert a.collection_name != b.collection_name
-    names = {c.name for c in a._client.list_collections()}
+    names = {c.name for c in a.client.list_collections()}
     assert {a.collection_name, b.collection_name} <= names
     assert (await a.get(["same"]))[0].metadata == {"who": "a"}
     await b.drop()
     assert await b.count() == 0
-    assert b.collection_name not in {c.name for c in a._client.list_collections()}
+    assert b.collection_name not in {c.name for c in a.client.list_collections()}
     assert [h.id for h in await a.query([1, 0, 0, 0], 5)] == ["same"]
 
 
@@ -273,7 +273,7 @@ async def test_a_dropped_collection_is_looked_up_again(make_store, mode):
 async def test_another_dimension_opens_and_its_vectors_name_the_embedder(make_store, mode):
     """A store over a collection of another dimension opens (ids are counted);
     reading or writing vectors fails with both dimensions, the collection, the
-    embedder recorded in it and the fix (issue 32)."""
+    embedder recorded in it and the fix, so the user knows which index to rebuild."""
     first = await make_store(mode, dimension=16, open=False)
     first.config = first.config.model_copy(update={"embedder": "big (big-16)"})
     await first.open()
@@ -317,7 +317,7 @@ async def test_upsert_replaces_metadata_in_chroma_itself(make_store, mode):
     store = await make_store(mode)
     await store.upsert(["a", "b"], rows(2), [{"x": 1, "y": 2}, {"z": True}])
     await store.upsert(["a", "b"], rows(2), [{"x": 3}, {}])
-    raw = store._client.get_collection(store.collection_name, embedding_function=None)
+    raw = store.client.get_collection(store.collection_name, embedding_function=None)
     got = raw.get(ids=["a", "b"], include=["metadatas"])
     assert dict(zip(got["ids"], got["metadatas"])) == {"a": {"x": 3}, "b": None}
 

@@ -259,7 +259,7 @@ async def test_another_dimension_opens_and_its_vectors_name_the_embedder(opened,
     """A store over a collection of another dimension opens, even for another
     workspace (they share the namespace's collection); reading or writing
     vectors fails with both dimensions, the embedder recorded in the collection
-    and the fix (issue 32)."""
+    and the fix, so the user knows which index to rebuild."""
     first = QdrantVectorStore(config(tmp_path, dimension=16).model_copy(update={"embedder": "big (big-16)"}))
     await first.open()
     try:

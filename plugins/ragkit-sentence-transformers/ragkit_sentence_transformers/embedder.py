@@ -114,6 +114,11 @@ class SentenceTransformerEmbedder(ModelAdapter):
             )
         return loaded
 
+    def loaded_model(self) -> Any:
+        """The SentenceTransformer model this adapter runs, loaded on first use (a blocking load);
+        adapters with the same model and device share one."""
+        return self._loaded().model
+
     @property
     def dimension(self) -> int:
         """The model's output size, from its files when they say (no import of

@@ -61,6 +61,11 @@ class CrossEncoderReranker(ModelAdapter):
     def _loaded(self) -> _loading.Loaded:
         return _loading.load("CrossEncoder", self.source, self.options.device, _load_model)
 
+    def loaded_model(self) -> Any:
+        """The CrossEncoder model this adapter runs, loaded on first use (a blocking load);
+        adapters with the same model and device share one."""
+        return self._loaded().model
+
     async def scores(self, query: str, documents: Sequence[str]) -> list[float]:
         if not documents:
             return []

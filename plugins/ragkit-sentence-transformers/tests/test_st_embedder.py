@@ -114,7 +114,7 @@ async def test_max_seq_length_truncates_without_touching_other_adapters():
     assert np.allclose(cut[0], cut[1], atol=1e-6)  # the same first 8 tokens
     whole = await full.embed(texts)
     assert not np.allclose(whole[0], whole[1], atol=1e-3)
-    assert full._loaded().model is short._loaded().model
+    assert full.loaded_model() is short.loaded_model()
 
 
 async def test_encoding_does_not_block_the_event_loop(passages):
@@ -201,7 +201,7 @@ async def test_a_query_sized_call_runs_on_small_batch_threads_and_restores_torch
     import torch
 
     embedder = SentenceTransformerEmbedder()
-    model = embedder._loaded().model
+    model = embedder.loaded_model()
     seen: list[int] = []
     hook = model.register_forward_pre_hook(lambda module, args: seen.append(torch.get_num_threads()))
     before = torch.get_num_threads()

@@ -48,7 +48,7 @@ async def test_concurrent_calls_share_one_model_safely(tiny_ce):
     expected = await reranker.scores(QUERY, DOCS)
     results = await asyncio.gather(*(reranker.scores(QUERY, DOCS) for _ in range(8)))
     assert all(r == expected for r in results)
-    assert CrossEncoderReranker({"model": str(tiny_ce)})._loaded().model is reranker._loaded().model
+    assert CrossEncoderReranker({"model": str(tiny_ce)}).loaded_model() is reranker.loaded_model()
 
 
 async def test_max_length_truncates_each_pair(tiny_ce):

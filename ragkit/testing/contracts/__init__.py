@@ -15,6 +15,16 @@ Using it for an adapter takes one class and one fixture::
                 yield store          # fresh, empty and open
                 await store.drop()   # nothing may outlive the test
 
+The kit is filed by kind: everything an adapter of one kind must do is in
+one package, ``ragkit.testing.contracts.<kind>`` (``kv``, ``vector``,
+``graph``, ``doc_status``, ``llm``, ``embedder``, ``reranker``, ``lease``):
+its contract class (``contract.py``, one mixin per operation), the rules
+backends break most (``edge_cases.py``), its differential state machine
+(``machine.py``, store kinds) and the deliberately broken adapters the
+self-test runs it against (``broken.py``). ``cross`` holds the rules across
+kinds, ``base`` the shared machinery, ``report`` the counts below. Import the
+classes from this package; the module paths inside it may move.
+
 Rules the classes enforce:
 
 - ``adapter`` yields a fresh, empty, opened instance (a model instance for the
@@ -56,38 +66,48 @@ factory of leases over one workspace, one per "process".
 import pytest
 
 # Third parties get pytest's detailed assertion messages from the contract
-# modules too (they are not test files, so pytest would not rewrite them).
+# modules too (they are not test files, so pytest would not rewrite them);
+# a package name covers its modules.
 pytest.register_assert_rewrite(
-    "ragkit.testing.contracts._base",
+    "ragkit.testing.contracts.base",
     "ragkit.testing.contracts.cross",
     "ragkit.testing.contracts.doc_status",
-    "ragkit.testing.contracts.edge_cases",
-    "ragkit.testing.contracts.fencing",
+    "ragkit.testing.contracts.embedder",
     "ragkit.testing.contracts.graph",
     "ragkit.testing.contracts.kv",
     "ragkit.testing.contracts.lease",
-    "ragkit.testing.contracts.models",
-    "ragkit.testing.contracts.models_edge",
+    "ragkit.testing.contracts.llm",
     "ragkit.testing.contracts.options",
+    "ragkit.testing.contracts.reranker",
     "ragkit.testing.contracts.vector",
 )
 
-from ragkit.testing.contracts._base import (  # noqa: E402
+from ragkit.testing.contracts.base.checks import checks  # noqa: E402
+from ragkit.testing.contracts.base.contract import (  # noqa: E402
     CONTRACTS,
     SKIP_PREFIX,
     contract_test_names,
-    machine_budget,
     needs,
 )
+from ragkit.testing.contracts.base.machine import machine_budget  # noqa: E402
 from ragkit.testing.contracts.cross import CrossProtocolContract  # noqa: E402
 from ragkit.testing.contracts.doc_status import DocStatusStoreContract  # noqa: E402
+from ragkit.testing.contracts.embedder import EmbedderContract  # noqa: E402
 from ragkit.testing.contracts.graph import GraphStoreContract  # noqa: E402
 from ragkit.testing.contracts.kv import KVStoreContract  # noqa: E402
 from ragkit.testing.contracts.lease import LeaseContract  # noqa: E402
-from ragkit.testing.contracts.models import EmbedderContract, LLMContract, RerankerContract  # noqa: E402
+from ragkit.testing.contracts.llm import LLMContract  # noqa: E402
 from ragkit.testing.contracts.options import contract_options  # noqa: E402
-from ragkit.testing.contracts.rules import checks, rule_listing  # noqa: E402
+from ragkit.testing.contracts.reranker import RerankerContract  # noqa: E402
 from ragkit.testing.contracts.vector import VectorStoreContract  # noqa: E402
+
+
+def rule_listing() -> dict:
+    """Every protocol rule -> the contract tests naming it (``report.rule_listing``)."""
+    from ragkit.testing.contracts.report import rule_listing as listing
+
+    return listing()
+
 
 __all__ = [
     "CONTRACTS",

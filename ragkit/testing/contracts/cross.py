@@ -6,8 +6,9 @@ an adapter pair that each passes its own contract must still work together.
   ``embedder`` fixture (a model instance) and the ``vector_store`` fixture (a
   fresh opened store of ``embedder.dimension``, dropped after); ragkit's
   ``tests/contract`` runs it for every embedder x vector store pair.
-- ``RerankerOrderTests`` and ``LLMStreamJoinTests`` are part of
-  ``RerankerContract`` and ``LLMContract``.
+- the cross rules one model states about its own outputs
+  (``RerankerOrderTests``, ``LLMStreamJoinTests``) are part of
+  ``RerankerContract`` and ``LLMContract`` (``reranker/``, ``llm/``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragkit.protocols.base import Capability
-from ragkit.protocols.models import ChatRequest
-from ragkit.testing.contracts._base import declared, needs
-from ragkit.testing.contracts.models_edge import BLANKS, WHITESPACE_PROMPT
-from ragkit.testing.contracts.rules import checks
+from ragkit.testing.contracts.base.checks import checks
+from ragkit.testing.contracts.base.models import BLANKS
 
 TEXTS = [
     "Solar panels convert sunlight into electricity.",
@@ -65,46 +63,3 @@ class CrossProtocolContract:
             assert hits[0].id in same, f"query with the row of {TEXTS[i]!r} found {hits[0].id}, not one of {sorted(same)}"
 
 
-class RerankerOrderTests:
-    @checks("cross.reranker.order", "reranker.scores.independent")
-    async def test_order_by_score_is_the_same_for_any_input_order(self, adapter):
-        """Sorting documents by their scores gives one ranking whatever order
-        they were given in (rotations and reversal of the list).
-
-        Troubleshoot: score each document against the query alone; no
-        position bias, no normalisation across the batch.
-        """
-        query = "which energy source uses sunlight"
-        docs = ["solar panels use sunlight", "wind turbines", "coal plants burn coal",
-                "sunlight on solar farms", "cake", "hydro dams use water"]
-
-        async def ranking(order):
-            got = await adapter.scores(query, [docs[i] for i in order])
-            by_doc = {docs[i]: s for i, s in zip(order, got)}
-            return [round(by_doc[d], 5) for d in docs]
-
-        base = await ranking(list(range(len(docs))))
-        for order in (list(reversed(range(len(docs)))), [2, 4, 0, 5, 1, 3]):
-            other = await ranking(order)
-            assert np.allclose(base, other, atol=1e-5), f"scores by document {base} vs {other} in order {order}"
-
-
-class LLMStreamJoinTests:
-    @needs(Capability.STREAMING)
-    @checks("cross.llm.stream-concatenates", "llm.stream.concatenates")
-    async def test_streams_join_to_the_full_answer(self, adapter):
-        """(STREAMING) For several requests, the joined stream is ``complete``'s
-        text (whenever ``complete`` answers twice the same: always for
-        DETERMINISTIC models), and no piece is empty of meaning by being None.
-
-        Troubleshoot: yield provider deltas unchanged, skip None, keep whitespace.
-        """
-        for prompt in (WHITESPACE_PROMPT, "one", "  leading and trailing  ", "line\n\nbreaks\n"):
-            request = ChatRequest(prompt=prompt, temperature=0)
-            a = (await adapter.complete(request)).text
-            joined = "".join([p async for p in adapter.stream(request)])
-            b = (await adapter.complete(request)).text
-            if a == b:
-                assert joined == a, f"stream joins to {joined!r}; complete gives {a!r}"
-            else:
-                assert Capability.DETERMINISTIC not in declared(adapter)
