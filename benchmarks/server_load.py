@@ -132,7 +132,9 @@ async def ingest_and_load(args, url: str, writer: str, reader: str, files: list[
         jobs = []
         for i in range(0, len(files), args.batch):
             batch = [("files", (p.name, p.read_bytes(), "text/plain")) for p in files[i:i + args.batch]]
-            r = await c.post(f"/w/{args.workspace}/documents/upload", files=batch)
+            # A connection of its own: a kept-alive one that the server closed
+            # while this loaded process was not scheduled fails the post (ReadError).
+            r = await c.post(f"/w/{args.workspace}/documents/upload", files=batch, headers={"Connection": "close"})
             r.raise_for_status()
             jobs.append(r.json()["url"])
             if not clients:  # the first upload makes the workspace: reads before it are 404s

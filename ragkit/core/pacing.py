@@ -7,13 +7,14 @@ records is seconds of pure Python; run in one go it holds the loop, and
 ``/health`` waits as long as the merge does.
 
 Why slices and not a worker thread: the work is interleaved with store calls,
-and the embedded stores (SQLite, numpy vectors, networkx graph) are not safe
-for a reader on the loop and a writer in a thread at once; every store call
-stays on the loop, so the writer fence (``BaseStore.fence``) is asked exactly
-as before. A thread would not buy a shorter wait either: pure Python holds the
-GIL, and the loop would wait for it at every switch. Pure work that is one
-call (chunking a document: tiktoken, which releases the GIL) goes to a worker
-thread (``asyncio.to_thread``) instead.
+and every store call starts on the loop, so the writer fence
+(``BaseStore.fence``) is asked exactly as before and a store sees its calls in
+order. Pure work that is one call goes to a worker thread
+(``asyncio.to_thread``) instead: chunking a document (tiktoken releases the
+GIL), a query's context, and inside the stores their statements and the
+encoding of a flush (``ragkit.storage._files``; the store's writes wait for
+it). Either way the loop's thread gets its turn: between slices here, at the
+interpreter's switch interval (5 ms) there.
 
 A loop over many items calls ``await pace()`` once per item (or page): it
 returns at once until ``SLICE`` seconds of work have passed since the loop

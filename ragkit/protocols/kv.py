@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from abc import abstractmethod
@@ -50,6 +51,11 @@ class KVStore(KeyedStore):
         wanted = unique_keys(keys)
         found = await self._get_many(wanted) if wanted else {}
         # Decoded (or copied) per asked position: a key asked twice gives two dicts.
+        if _large_text(found):
+            # Decoding megabytes of records is pure work: in a worker thread, the
+            # event loop serves meanwhile (one json.loads per record, so the GIL
+            # changes hands between two); the texts are this call's own.
+            return await asyncio.to_thread(in_order, keys, found, _fresh)
         return in_order(keys, found, _fresh)
 
     @template("_upsert")
@@ -96,6 +102,19 @@ class KVStore(KeyedStore):
     @abstractmethod
     def _keys(self) -> AsyncIterator[str]:
         """Every key once, any order (an async generator)."""
+
+
+DECODE_IN_THREAD = 1 << 16
+"""Characters of JSON text from which ``get_many`` decodes in a worker thread."""
+
+
+def _large_text(found: Mapping[str, str | bytes | dict[str, Any]]) -> bool:
+    size = 0
+    for value in found.values():
+        if isinstance(value, dict):  # a live dict of the backend's: copied on the loop
+            return False
+        size += len(value)
+    return size >= DECODE_IN_THREAD
 
 
 def _fresh(value: str | bytes | dict[str, Any]) -> dict[str, Any]:

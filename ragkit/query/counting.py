@@ -18,6 +18,7 @@ counted on the whole text, which is exact and only slower.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -54,6 +55,7 @@ class TokenCounts:
         self.chars = 0
         self._counts: OrderedDict[str, int] = OrderedDict()
         self._splits: dict[tuple[str, str], bool] = {}
+        self._lock = threading.Lock()  # queries build their contexts in worker threads
         self.encoded = 0
         """Pieces this cache had to encode (misses): what a warm cache spares."""
 
@@ -65,17 +67,21 @@ class TokenCounts:
 
     def count(self, text: str) -> int:
         counts = self._counts
-        found = counts.get(text)
-        if found is not None:
-            counts.move_to_end(text)
-            return found
+        with self._lock:
+            found = counts.get(text)
+            if found is not None:
+                counts.move_to_end(text)
+                return found
         if not text:
             return 0
-        found = counts[text] = self.tokenizer.count(text)
-        self.encoded += 1
-        self.chars += len(text)
-        while self.chars > self.max_chars and len(counts) > 1:
-            self.chars -= len(counts.popitem(last=False)[0])
+        found = self.tokenizer.count(text)  # outside the lock: other threads count meanwhile
+        with self._lock:
+            if text not in counts:
+                counts[text] = found
+                self.encoded += 1
+                self.chars += len(text)
+            while self.chars > self.max_chars and len(counts) > 1:
+                self.chars -= len(counts.popitem(last=False)[0])
         return found
 
     def splits(self, before: str, after: str) -> bool:

@@ -8,6 +8,7 @@ class's own business (``query/modes.py``), looked up in the plugin registry.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import contextmanager
@@ -79,7 +80,12 @@ class Querier:
             candidates = await self._candidates(mode, question, param, found, searcher)
         with run.stage("context"):
             budget = self._budget(question, param)
-            context = build_context(found.entities, found.relations, candidates, self.tokenizer, budget, self.counts)
+            # Counting and cutting is tens of milliseconds of pure work on a large
+            # context: in a worker thread, the loop's other requests go on (the
+            # items are this query's own; the counts' cache takes a lock).
+            context = await asyncio.to_thread(
+                build_context, found.entities, found.relations, candidates, self.tokenizer, budget, self.counts
+            )
         request = build_answer_request(
             question, context.text, history=param.history, response_type=param.response_type,
             language=param.language, user_instructions=param.user_prompt,

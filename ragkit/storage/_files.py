@@ -53,7 +53,7 @@ import os
 import secrets
 import struct
 import zlib
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -299,14 +299,34 @@ def _replace_snapshot(target: Path, write: Writer) -> int:
     return target.stat().st_size
 
 
-async def _in_thread(fn: Callable[[], T]) -> T:
-    """``fn()`` in a worker thread, waited for even if the caller is cancelled.
+PIECE = 64
+"""Items per ``json.dumps`` call when a store encodes what it saves: one call
+holds the GIL from start to end (it runs no bytecode), so a whole store in one
+call would hold a server's loop for a second even from a worker thread; a
+piece takes a few milliseconds, and the interpreter switches threads between
+two pieces."""
+
+
+def json_array(items: list[object], dumps: Callable[[object], bytes], sep: bytes = b",") -> bytes:
+    """``dumps(items)``, as the JSON array of ``dumps`` of ``PIECE`` items at a
+    time (each a list without its brackets), joined by ``sep``."""
+    return b"[" + sep.join(dumps(items[i : i + PIECE])[1:-1] for i in range(0, len(items), PIECE)) + b"]"
+
+
+def json_object(fields: dict[str, bytes]) -> bytes:
+    """A JSON object of already encoded values, in the order given."""
+    return b"{" + b",".join(json.dumps(k).encode() + b":" + v for k, v in fields.items()) + b"}"
+
+
+async def _in_thread(fn: Callable[[], T], start: Callable[[Callable[[], T]], Awaitable[T]] = asyncio.to_thread) -> T:
+    """``fn()`` in a worker thread (``start(fn)``: the default executor's),
+    waited for even if the caller is cancelled.
 
     A thread cannot be stopped: the caller's lock must stay held until its file
     write is over, or a later write could overlap it. The cancellation is
     re-raised once the thread is done.
     """
-    task = asyncio.ensure_future(asyncio.to_thread(fn))
+    task = asyncio.ensure_future(start(fn))
     cancelled = False
     while not task.done():
         try:
@@ -327,11 +347,14 @@ class JournaledFile(Generic[K]):
     """Change tracking, journal appends and compaction for one in-memory store.
 
     Writers call :meth:`touch` with the keys they changed. :meth:`save` takes
-    the pending keys and encodes their current state (synchronously, so it is
-    consistent with respect to the event loop), then writes in a worker thread;
-    writes made meanwhile are pending for the next save. Saves and deletions are
-    serialised by a lock, so an older write never lands after a newer one, and
-    a drop is never undone by a save that was in flight.
+    the pending keys, encodes their current state and writes it, both in a
+    worker thread: encoding a large store is seconds of work, which on the
+    event loop would keep every reader waiting. While it encodes, the store's
+    state is frozen: every write first awaits :meth:`writable` (readers do not
+    wait, they only read). Writes made after the encoding are pending for the
+    next save. Saves and deletions are serialised by a lock, so an older write
+    never lands after a newer one, and a drop is never undone by a save that
+    was in flight.
 
     Encoding the current state of changed keys (not the operations) makes a
     failed save easy to retry: its keys are simply pending again.
@@ -348,6 +371,9 @@ class JournaledFile(Generic[K]):
         self.lock: asyncio.Lock | None = None  # made by load(), in the store's open()
         self.wrote = False  # saved something since load(): only then may close compact
         self._seen: Signature = (None, None)  # the files as last loaded or written here
+        self._stable = asyncio.Event()  # cleared while a thread reads the state (read_in_thread)
+        self._stable.set()
+        self._reading = 0  # threads reading the state now
 
     @property
     def dirty(self) -> bool:
@@ -368,6 +394,27 @@ class JournaledFile(Generic[K]):
         if self._pending or (self.lock is not None and self.lock.locked()):
             return False
         return self.signature() != self._seen
+
+    async def writable(self) -> None:
+        """Return once no thread is reading the store's state (a save encoding
+        it, a large search): a store awaits this first in every write (and in
+        a reload), then changes its state without awaiting anything else.
+        Returns at once, without yielding, when no thread reads."""
+        while not self._stable.is_set():  # another reader may start before this waiter runs
+            await self._stable.wait()
+
+    async def read_in_thread(self, fn: Callable[[], T]) -> T:
+        """``fn()`` in a worker thread, the store's writes waiting meanwhile
+        (``writable``): ``fn`` may read the state, never change it. Readers on
+        the loop go on."""
+        self._reading += 1
+        self._stable.clear()
+        try:
+            return await _in_thread(fn)
+        finally:
+            self._reading -= 1
+            if not self._reading:
+                self._stable.set()
 
     def touch(self, keys: Iterable[K]) -> None:
         """Record that ``keys`` changed (were written or deleted) since the last save."""
@@ -462,7 +509,8 @@ class JournaledFile(Generic[K]):
             keys = list(self._pending)
             self._pending.clear()  # writes from now on belong to the next save
             try:
-                await _in_thread(self._plan(keys, encode, snapshot, compact))
+                write = await self.read_in_thread(partial(self._plan, keys, encode, snapshot, compact))
+                await _in_thread(write)
             except BaseException:
                 self.touch(keys)  # not (known to be) saved: pending again
                 raise
@@ -478,7 +526,8 @@ class JournaledFile(Generic[K]):
         snapshot: Callable[[int], Writer],
         compact: bool,
     ) -> Callable[[], None]:
-        """The write to do, prepared on the event loop (where the state is consistent)."""
+        """The write to do, encoded in a worker thread while the store's writes
+        wait (``writable``): ``encode`` and ``snapshot`` only read the state."""
         if not compact and self._snapshot_bytes >= SMALL_SNAPSHOT:
             payload = encode(keys)
             if self._journal_bytes + len(payload) <= self._snapshot_bytes:

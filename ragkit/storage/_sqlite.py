@@ -9,25 +9,34 @@ keeps workspaces apart.
 
 Connections run in autocommit mode and every write is one explicit
 ``BEGIN IMMEDIATE ... COMMIT`` transaction, committed before the store method
-returns. The journal is WAL: with ``synchronous=NORMAL`` a committed
+returns. The stores' statements run in a worker thread of their connection's
+own (one thread: they run in the order they were called, as they did on the
+loop): reading or writing thousands of rows is milliseconds to seconds during
+which the event loop would answer nothing, while sqlite3 releases the GIL as
+it steps through a statement. The journal is WAL: with ``synchronous=NORMAL`` a committed
 transaction survives a crash of the process (``kill -9``); ``FULL`` also
 survives a power loss at some cost in write speed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ragkit.core.files import private_dir
 from ragkit.errors import ConfigError, StoreError
 from ragkit.protocols.base import BaseStore, Capability, StoreConfig
+from ragkit.storage._files import _in_thread
+
+T = TypeVar("T")
 
 DB_FILENAME = "ragkit.sqlite"
 
@@ -72,7 +81,8 @@ class Connection:
     """One sqlite3 connection with WAL pragmas and explicit transactions.
 
     Methods run synchronously; a lock makes the connection safe to use from a
-    worker thread as well as from the event loop's thread.
+    worker thread as well as from the event loop's thread. ``run`` runs one in
+    the connection's worker thread.
     """
 
     def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
@@ -88,6 +98,7 @@ class Connection:
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(f"cannot open SQLite database {self.path}: {exc}") from exc
         self._lock = threading.RLock()
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="ragkit-sqlite")
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             with self._errors():
@@ -143,9 +154,16 @@ class Connection:
                 if statement.strip():
                     conn.execute(statement)
 
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in the connection's thread, in call order; waited for
+        even if the caller is cancelled (a statement cannot be stopped)."""
+        loop = asyncio.get_running_loop()
+        return await _in_thread(lambda: fn(*args), lambda call: loop.run_in_executor(self._thread, call))
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+        self._thread.shutdown(wait=False)
 
 
 class SQLiteStore(BaseStore):
@@ -206,31 +224,41 @@ class SQLiteStore(BaseStore):
             db.close()
 
     async def _drop(self) -> None:
-        with self.db.transaction() as conn:
-            conn.execute(f"DELETE {self._where()}", self._scope)
-            self.wrote(conn)
+        def drop() -> None:
+            with self.db.transaction() as conn:
+                conn.execute(f"DELETE {self._where()}", self._scope)
+                self.wrote(conn)
+
+        await self.db.run(drop)
 
     async def _delete(self, keys: list[str]) -> None:
-        with self.db.transaction() as conn:
+        def delete() -> None:
+            with self.db.transaction() as conn:
+                for part in chunked(keys):
+                    marks = ",".join("?" * len(part))
+                    conn.execute(f"DELETE {self._where(f' AND {self.key} IN ({marks})')}", (*self._scope, *part))
+                self.wrote(conn)
+
+        await self.db.run(delete)
+
+    async def select(self, column: str, keys: list[str]) -> dict[str, Any]:
+        """``{key: column}`` of the stored rows among ``keys``."""
+
+        def select() -> dict[str, Any]:
+            found: dict[str, Any] = {}
             for part in chunked(keys):
                 marks = ",".join("?" * len(part))
-                conn.execute(f"DELETE {self._where(f' AND {self.key} IN ({marks})')}", (*self._scope, *part))
-            self.wrote(conn)
-
-    def select(self, column: str, keys: list[str]) -> dict[str, Any]:
-        """``{key: column}`` of the stored rows among ``keys``."""
-        found: dict[str, Any] = {}
-        for part in chunked(keys):
-            marks = ",".join("?" * len(part))
-            found.update(
-                self.db.fetchall(
-                    f"SELECT {self.key}, {column} {self._where(f' AND {self.key} IN ({marks})')}",
-                    (*self._scope, *part),
+                found.update(
+                    self.db.fetchall(
+                        f"SELECT {self.key}, {column} {self._where(f' AND {self.key} IN ({marks})')}",
+                        (*self._scope, *part),
+                    )
                 )
-            )
-        return found
+            return found
 
-    def page(
+        return await self.db.run(select)
+
+    async def page(
         self, column: str, after: str | None, limit: int, sql: str = "", params: Sequence[Any] = ()
     ) -> list[Any]:
         """``column`` of up to ``limit`` rows (matching ``sql``) with keys after
@@ -239,19 +267,25 @@ class SQLiteStore(BaseStore):
         while other tasks write."""
         if after is not None:
             sql, params = f"{sql} AND {self.key} > ?", (*params, after)
-        rows = self.db.fetchall(
+        rows = await self.db.run(
+            self.db.fetchall,
             f"SELECT {column} {self._where(sql)} ORDER BY {self.key} LIMIT ?",
             (*self._scope, *params, limit),
         )
         return [value for (value,) in rows]
 
-    def write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    async def write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         """``sql`` for each row, in one transaction."""
-        with self.db.transaction() as conn:
-            conn.executemany(sql, rows)
-            self.wrote(conn)
+
+        def write() -> None:
+            with self.db.transaction() as conn:
+                conn.executemany(sql, rows)
+                self.wrote(conn)
+
+        await self.db.run(write)
 
     def wrote(self, conn: sqlite3.Connection) -> None:
         """Runs inside every write's transaction, after its statements: a store
         that keeps something per write (the doc-status generation) adds it here,
-        so it commits or rolls back with the write."""
+        so it commits or rolls back with the write. It runs in the
+        connection's thread."""

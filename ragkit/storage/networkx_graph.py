@@ -36,7 +36,7 @@ from ragkit.errors import StoreError
 from ragkit.protocols.base import Capability, StoreConfig
 from ragkit.protocols.graph import EdgeKey, GraphStore, copy_properties, edge_key
 from ragkit.schema import Edge, Node
-from ragkit.storage._files import JournaledFile, JournaledStore, Writer
+from ragkit.storage._files import JournaledFile, JournaledStore, Writer, json_array, json_object
 
 FORMAT = "ragkit.networkx-graph/1"
 
@@ -92,6 +92,7 @@ class NetworkXGraphStore(JournaledStore, GraphStore):
     # -- lifecycle -------------------------------------------------------------
 
     async def _open(self) -> None:
+        await self._file.writable()  # a reload (refresh, a lost lock) replaces what a save may be reading
         self._graph = nx.Graph()
         try:
             self._file.load(self._read_snapshot, self._apply_changes)
@@ -129,7 +130,8 @@ class NetworkXGraphStore(JournaledStore, GraphStore):
             _set_edge(graph, a, b, props)
 
     def _encode_changes(self, keys: list[str | EdgeKey]) -> bytes:
-        """A journal record of the current state of the changed nodes and edges."""
+        """A journal record of the current state of the changed nodes and edges
+        (in a worker thread, writes waiting: ``JournaledFile.save``)."""
         graph = self._graph
         changes: dict[str, list[Any]] = {
             "deleted_nodes": [], "nodes": [], "deleted_edges": [], "edges": []
@@ -144,16 +146,18 @@ class NetworkXGraphStore(JournaledStore, GraphStore):
                 changes["nodes"].append([key, graph.nodes[key]])
             else:
                 changes["deleted_nodes"].append(key)
-        return _dumps(changes)
+        return json_object({name: json_array(items, _dumps) for name, items in changes.items()})
 
     def _snapshot(self, generation: int) -> Writer:
+        """The whole graph encoded (in a worker thread, writes waiting:
+        ``JournaledFile.save``), and a writer of it."""
         graph = self._graph
-        payload = _dumps(
+        payload = json_object(
             {
-                "format": FORMAT,
-                "generation": generation,
-                "nodes": [[n, props] for n, props in graph.nodes(data=True)],
-                "edges": [[*edge_key(a, b), props] for a, b, props in graph.edges(data=True)],
+                "format": _dumps(FORMAT),
+                "generation": _dumps(generation),
+                "nodes": json_array([[n, props] for n, props in graph.nodes(data=True)], _dumps),
+                "edges": json_array([[*edge_key(a, b), props] for a, b, props in graph.edges(data=True)], _dumps),
             }
         )
         return lambda fh: fh.write(payload)
@@ -162,17 +166,22 @@ class NetworkXGraphStore(JournaledStore, GraphStore):
         self._graph = nx.Graph()
 
     async def _drop(self) -> None:
+        await self._file.writable()
         self._graph = nx.Graph()
         await self._file.delete()
 
     # -- writes ----------------------------------------------------------------
 
+    # Every write first waits for a save that is reading the graph in its thread.
+
     async def _upsert_nodes(self, nodes: dict[str, dict[str, Any]]) -> None:
+        await self._file.writable()
         for n, props in nodes.items():
             _set_node(self._graph, n, props)
         self._file.touch(nodes)
 
     async def _upsert_edges(self, edges: dict[EdgeKey, dict[str, Any]]) -> None:
+        await self._file.writable()
         for (a, b), props in edges.items():
             # Missing endpoints are created without properties; a replay of the
             # edge creates them the same way, so they need no record of their own.
@@ -180,6 +189,7 @@ class NetworkXGraphStore(JournaledStore, GraphStore):
         self._file.touch(edges)
 
     async def _delete_nodes(self, ids: list[str]) -> None:
+        await self._file.writable()
         graph = self._graph
         for n in ids:
             if n in graph:
@@ -189,6 +199,7 @@ class NetworkXGraphStore(JournaledStore, GraphStore):
                 graph.remove_node(n)
 
     async def _delete_edges(self, keys: list[EdgeKey]) -> None:
+        await self._file.writable()
         for a, b in keys:
             if self._graph.has_edge(a, b):
                 self._graph.remove_edge(a, b)

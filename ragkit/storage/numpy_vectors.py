@@ -4,7 +4,7 @@ Layout in memory: a float32 matrix of the vectors as given (so ``get`` returns
 them unchanged), their float64 norms, the float32 inverse norms used to turn dot
 products into cosines, a row -> id list, a row -> metadata list and an
 id -> row dict. Deleted rows are only marked dead; the matrix is compacted
-when more than half of it is dead, and always when it is saved.
+when more than half of it is dead; a snapshot holds the live rows only.
 
 On disk, in ``<working_dir>/<workspace>/vectors/``:
 
@@ -46,7 +46,7 @@ from ragkit.errors import StoreError
 from ragkit.protocols.base import Capability, StoreConfig
 from ragkit.protocols.vector import Filter, VectorStore, matches_filter
 from ragkit.schema import JSONScalar, VectorHit
-from ragkit.storage._files import JournaledFile, JournaledStore, Writer
+from ragkit.storage._files import JournaledFile, JournaledStore, Writer, json_array, json_object
 
 FORMAT = "ragkit.numpy-vectors/1"
 _TIE = 2e-6  # candidates this close to the k-th score may tie with it after rounding
@@ -55,10 +55,18 @@ _EXTREME_HI = 1e18
 _EXTREME_LO = 1e-18
 _LENGTH = struct.Struct("<I")
 _JOURNAL_DTYPE = np.dtype("<f4")
+THREAD_ROWS = 20_000
+"""From this many rows on, a search runs in a worker thread (its matrix product
+releases the GIL; a filter's scan of every row's metadata is pure Python):
+milliseconds to a second that the event loop's other requests need not wait."""
 
 
 def _dumps(data: object) -> bytes:
     return json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass")
+
+
+def _array(items: list[object]) -> bytes:
+    return json_array(items, _dumps, b", ")
 
 
 def _row_norms(matrix: np.ndarray) -> np.ndarray:
@@ -149,6 +157,7 @@ class NumpyVectorStore(JournaledStore, VectorStore):
     # -- lifecycle -------------------------------------------------------------
 
     async def _open(self) -> None:
+        await self._file.writable()  # a reload (refresh, a lost lock) replaces what a save may be reading
         self._made_by(self.dimension, self.config.embedder)
         self._reset_memory()
         try:
@@ -212,34 +221,41 @@ class NumpyVectorStore(JournaledStore, VectorStore):
             self._put(ids, matrix, metadata)
 
     def _encode_changes(self, ids: list[str]) -> bytes:
-        """A journal record of the current vector and metadata of the changed ids."""
+        """A journal record of the current vector and metadata of the changed
+        ids (in a worker thread, writes waiting: ``JournaledFile.save``)."""
         live = [id_ for id_ in ids if id_ in self._index]
         rows = [self._index[id_] for id_ in live]
-        header = _dumps(
+        header = json_object(
             {
-                "dimension": self._dim,
-                "embedder": self.stored_embedder,
-                "ids": live,
-                "metadata": [self._row_meta[row] for row in rows],
-                "deleted": [id_ for id_ in ids if id_ not in self._index],
+                "dimension": _dumps(self._dim),
+                "embedder": _dumps(self.stored_embedder),
+                "ids": _array(live),  # type: ignore[arg-type]
+                "metadata": _array([self._row_meta[row] for row in rows]),
+                "deleted": _array([id_ for id_ in ids if id_ not in self._index]),  # type: ignore[arg-type]
             }
         )
         vectors = self._vecs[rows].astype(_JOURNAL_DTYPE, copy=False)
         return _LENGTH.pack(len(header)) + header + vectors.tobytes()
 
     def _snapshot(self, generation: int) -> Writer:
-        """A consistent copy of the live rows and a writer for the npz file."""
-        self._compact()
+        """A copy of the live rows and a writer for the npz file (in a worker
+        thread, writes waiting: ``JournaledFile.save``; it only reads, so dead
+        rows are skipped here rather than compacted away)."""
         n = self._n
-        vectors = self._vecs[:n].copy()
-        header = _dumps(
+        if self._dead:
+            keep = np.flatnonzero(self._alive[:n])
+            vectors = self._vecs[keep]
+            ids, metadata = [self._row_ids[i] for i in keep.tolist()], [self._row_meta[i] for i in keep.tolist()]
+        else:
+            vectors, ids, metadata = self._vecs[:n].copy(), self._row_ids[:n], self._row_meta[:n]
+        header = json_object(
             {
-                "format": FORMAT,
-                "dimension": self._dim,
-                "embedder": self.stored_embedder,
-                "generation": generation,
-                "ids": self._row_ids[:n],
-                "metadata": self._row_meta[:n],
+                "format": _dumps(FORMAT),
+                "dimension": _dumps(self._dim),
+                "embedder": _dumps(self.stored_embedder),
+                "generation": _dumps(generation),
+                "ids": _array(ids),  # type: ignore[arg-type]
+                "metadata": _array(metadata),  # type: ignore[arg-type]
             }
         )
         header_arr = np.frombuffer(header, dtype=np.uint8)
@@ -260,6 +276,7 @@ class NumpyVectorStore(JournaledStore, VectorStore):
         self._reset_memory()
 
     async def _drop(self) -> None:
+        await self._file.writable()
         self._made_by(self.dimension, self.config.embedder)
         self._reset_memory()
         await self._file.delete()
@@ -269,6 +286,7 @@ class NumpyVectorStore(JournaledStore, VectorStore):
     async def _upsert(
         self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, JSONScalar]]
     ) -> None:
+        await self._file.writable()  # a save may be reading the rows in its thread
         if not self._index:  # the store's first vectors: the configured embedder makes them
             self.stored_embedder = self.config.embedder
         self._put(ids, vectors, metadata)
@@ -303,6 +321,7 @@ class NumpyVectorStore(JournaledStore, VectorStore):
             self._row_meta[row] = metas[pos]
 
     async def _delete(self, ids: list[str]) -> None:
+        await self._file.writable()
         self._file.touch(self._remove(ids))
 
     def _remove(self, ids: Iterable[str]) -> list[str]:
@@ -337,6 +356,12 @@ class NumpyVectorStore(JournaledStore, VectorStore):
     async def _query(
         self, unit: np.ndarray, top_k: int, filter: Filter | None, min_score: float | None
     ) -> list[VectorHit]:
+        if self._n < THREAD_ROWS:
+            return self._search(unit, top_k, filter, min_score)
+        # Writes wait for the thread: the rows it reads stay where they are.
+        return await self._file.read_in_thread(lambda: self._search(unit, top_k, filter, min_score))
+
+    def _search(self, unit: np.ndarray, top_k: int, filter: Filter | None, min_score: float | None) -> list[VectorHit]:
         n = self._n
         if not self._index:
             return []

@@ -116,26 +116,32 @@ class SQLiteDocStatusStore(SQLiteStore, DocStatusStore):
             raise
 
     async def _get(self, ids: list[str]) -> dict[str, str]:
-        return self.select("data", ids)
+        return await self.select("data", ids)
 
     async def _counts(self) -> dict[str, int]:
         return dict(
-            self.db.fetchall(f"SELECT status, COUNT(*) {self._where(' GROUP BY status')}", self._scope)
+            await self.db.run(self.db.fetchall, f"SELECT status, COUNT(*) {self._where(' GROUP BY status')}", self._scope)
         )
 
     async def _list_page(self, status: DocStatus | None, limit: int, after: str | None) -> list[str]:
         if status is None:
-            return self.page("data", after, limit)
-        return self.page("data", after, limit, " AND status = ?", (status.value,))
+            return await self.page("data", after, limit)
+        return await self.page("data", after, limit, " AND status = ?", (status.value,))
 
     async def _generation(self) -> int:
+        return await self.db.run(self._read_generation)
+
+    def _read_generation(self) -> int:
         row = self.db.fetchone(
             "SELECT generation FROM doc_status_generation WHERE workspace = ? AND namespace = ?", self._scope
         )
         return int(row[0]) if row else 0
 
     async def _changed_since(self, generation: int) -> tuple[int, list[str]] | None:
-        now = await self._generation()  # first: see _changed_since in the protocol
+        return await self.db.run(self._read_changes, generation)
+
+    def _read_changes(self, generation: int) -> tuple[int, list[str]] | None:
+        now = self._read_generation()  # first: see _changed_since in the protocol
         floor = self.db.fetchone("SELECT since FROM doc_status_feed WHERE workspace = ? AND namespace = ?", self._scope)
         if floor is not None and generation < floor[0]:
             return None
@@ -156,7 +162,7 @@ class SQLiteDocStatusStore(SQLiteStore, DocStatusStore):
         )
 
     async def _upsert(self, rows: list[StatusRow]) -> None:
-        self.write(
+        await self.write(
             "INSERT INTO doc_status (workspace, namespace, id, status, data) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace, namespace, id) "
             "DO UPDATE SET status = excluded.status, data = excluded.data",

@@ -26,22 +26,22 @@ class SQLiteKVStore(SQLiteStore, KVStore):
     """
 
     async def _get_many(self, keys: list[str]) -> dict[str, str]:
-        return self.select("value", keys)
+        return await self.select("value", keys)
 
     async def _upsert(self, records: dict[str, str]) -> None:
-        self.write(
+        await self.write(
             "INSERT INTO kv (workspace, namespace, key, value) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (workspace, namespace, key) DO UPDATE SET value = excluded.value",
             [(*self._scope, key, text) for key, text in records.items()],
         )
 
     async def _count(self) -> int:
-        return self.db.fetchone(f"SELECT COUNT(*) {self._where()}", self._scope)[0]  # type: ignore[index]
+        return (await self.db.run(self.db.fetchone, f"SELECT COUNT(*) {self._where()}", self._scope))[0]  # type: ignore[index]
 
     async def _keys(self) -> AsyncIterator[str]:
         last: str | None = None
         while True:
-            page = self.page("key", last, _KEYS_PAGE)
+            page = await self.page("key", last, _KEYS_PAGE)
             for key in page:
                 yield key
             if len(page) < _KEYS_PAGE:
