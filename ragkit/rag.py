@@ -48,6 +48,7 @@ from pydantic import ValidationError
 from ragkit.access import AccessList, Principal
 from ragkit._loop_thread import LoopThread, await_on, call_on, iterate_on, relay_from, running_loop
 from ragkit.backends import build_model, build_store, build_stores
+from ragkit.core import heap
 from ragkit.core.llm_cache import CachedLLM, counting
 from ragkit.core.stores import Stores
 from ragkit.protocols.vector import embedder_label
@@ -277,6 +278,7 @@ class RAG:
             await self.stores.close()
         finally:
             self._loops.home = None
+            heap.thaw()  # the stores' state frozen at commits may now be garbage
             llm = self._cached_llm.llm if self._cached_llm is not None else None
             for model in (llm, self.embedder, self.reranker):
                 close = getattr(model, "aclose", None)

@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from ragkit.core import heap
 from ragkit.core.llm_cache import CachedLLM
 from ragkit.core.pacing import Pacer
 from ragkit.core.stores import Stores, writes
@@ -137,8 +138,9 @@ class Indexer:
         if recover is not False:
             report.recovered = await self.recover(report, only=None if recover is True else set(recover))
         todo = await self._admit(documents, report)
-        await self._run(todo, report)
-        await self._finish_summaries()
+        with heap.freezing_survivors():  # the stores grow: full GC passes would rescan them on the loop
+            await self._run(todo, report)
+            await self._finish_summaries()
         report.seconds = time.perf_counter() - started
         report.llm = self.llm.stats.as_dict()
         return report
