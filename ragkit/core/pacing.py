@@ -12,7 +12,7 @@ and every store call starts on the loop, so the writer fence
 order. Pure work that is one call goes to a worker thread
 (``asyncio.to_thread``) instead: chunking a document (tiktoken releases the
 GIL), a query's context, and inside the stores their statements and the
-encoding of a flush (``ragkit.storage._files``; the store's writes wait for
+encoding of a flush (``ragkit.storage.snapshot_journal``; the store's writes wait for
 it). Either way the loop's thread gets its turn: between slices here, at the
 interpreter's switch interval (5 ms) there.
 

@@ -12,7 +12,7 @@ NetworkXGraphStore     networkx    ``<working_dir>/<workspace>/graph/<ns>.json``
 =====================  ==========  ===============================================
 
 The two in-memory stores write a snapshot plus an append-only journal of what
-each flush changed (``_files.JournaledFile``), folded into a new snapshot when
+each flush changed (``snapshot_journal.JournaledFile``), folded into a new snapshot when
 the journal outgrows it and at ``close()``.
 """
 

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from ragkit.core.files import private_dir
 from ragkit.errors import ConfigError, StoreError
 from ragkit.protocols.base import BaseStore, Capability, StoreConfig
-from ragkit.storage._files import _in_thread
+from ragkit.storage.snapshot_journal import _in_thread
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ On disk, in ``<working_dir>/<workspace>/graph/``:
 
 ``<namespace>.json.journal``, the changes flushed since that snapshot: one
 framed record per ``flush()`` (framing, generations and compaction are
-described in :mod:`ragkit.storage._files`), each a JSON object::
+described in :mod:`ragkit.storage.snapshot_journal`), each a JSON object::
 
     {"deleted_nodes": [id, ...], "nodes": [[id, {properties}], ...],
      "deleted_edges": [[a, b], ...], "edges": [[a, b, {properties}], ...]}
@@ -36,7 +36,7 @@ from ragkit.errors import StoreError
 from ragkit.protocols.base import Capability, StoreConfig
 from ragkit.protocols.graph import EdgeKey, GraphStore, copy_properties, edge_key
 from ragkit.schema import Edge, Node
-from ragkit.storage._files import JournaledFile, JournaledStore, Writer, json_array, json_object
+from ragkit.storage.snapshot_journal import JournaledFile, JournaledStore, Writer, json_array, json_object
 
 FORMAT = "ragkit.networkx-graph/1"
 

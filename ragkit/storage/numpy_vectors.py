@@ -16,7 +16,7 @@ existed have no ``generation``: it is 0; before embedders were recorded, no
 
 ``<namespace>.npz.journal``, the changes flushed since that snapshot: one framed
 record per ``flush()`` (framing, generations and compaction are described in
-:mod:`ragkit.storage._files`), each laid out as::
+:mod:`ragkit.storage.snapshot_journal`), each laid out as::
 
     header length (uint32 LE) | header: UTF-8 JSON {"dimension", "embedder", "ids", "metadata", "deleted"}
     | the vectors of "ids", float32 LE, row-major
@@ -46,7 +46,7 @@ from ragkit.errors import StoreError
 from ragkit.protocols.base import Capability, StoreConfig
 from ragkit.protocols.vector import Filter, VectorStore, matches_filter
 from ragkit.schema import JSONScalar, VectorHit
-from ragkit.storage._files import JournaledFile, JournaledStore, Writer, json_array, json_object
+from ragkit.storage.snapshot_journal import JournaledFile, JournaledStore, Writer, json_array, json_object
 
 FORMAT = "ragkit.numpy-vectors/1"
 _TIE = 2e-6  # candidates this close to the k-th score may tie with it after rounding

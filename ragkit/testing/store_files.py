@@ -1,7 +1,7 @@
 """The files behind an embedded store, for tests that damage, kill or inspect them.
 
 The numpy vector store and the NetworkX graph store keep a snapshot and an
-edit journal beside it (``ragkit.storage._files.JournaledFile``). Crash and
+edit journal beside it (``ragkit.storage.snapshot_journal.JournaledFile``). Crash and
 damage tests need what no user of a store does: which journal file is
 current, the snapshot's generation, whether edits are waiting to be written,
 how many journal bytes were read as good. They read it here, in one
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ragkit.storage._files import JournaledFile
+    from ragkit.storage.snapshot_journal import JournaledFile
 
 
 def journaled_file(store: Any) -> JournaledFile[Any]:

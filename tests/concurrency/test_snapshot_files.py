@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from ragkit.protocols.base import StoreConfig
-from ragkit.storage import NetworkXGraphStore, NumpyVectorStore, _files
+from ragkit.storage import NetworkXGraphStore, NumpyVectorStore, snapshot_journal
 from ragkit.testing.store_files import journaled_file
 
 KINDS = ["graph", "vector"]
@@ -69,7 +69,7 @@ async def reference(kind: str, root: Path, batches: int) -> dict:
 
 @pytest.fixture(autouse=True)
 def journal_small_stores(monkeypatch):
-    monkeypatch.setattr(_files, "SMALL_SNAPSHOT", 0)  # small stores journal too
+    monkeypatch.setattr(snapshot_journal, "SMALL_SNAPSHOT", 0)  # small stores journal too
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -169,10 +169,10 @@ def test_the_walk_sees_each_form_and_leaves_out_type_checking():
         "from ..query import engine\n"
         "def f():\n    import ragkit.server.app\n"
         "if TYPE_CHECKING:\n    from ragkit.cli import main\n"
-        "else:\n    from ragkit.storage import _files\n"
+        "else:\n    from ragkit.storage import snapshot_journal\n"
     )
     names = {name for _, name in imports_of(source, "ragkit.pipeline.index", is_package=False)}
-    assert {"ragkit.settings", "ragkit.query.engine", "ragkit.server.app", "ragkit.storage._files"} <= names
+    assert {"ragkit.settings", "ragkit.query.engine", "ragkit.server.app", "ragkit.storage.snapshot_journal"} <= names
     assert not any(n.startswith("ragkit.cli") for n in names)
 
 

@@ -31,7 +31,7 @@ from ragkit.storage import (
     SQLiteDocStatusStore,
     SQLiteKVStore,
 )
-from ragkit.storage import _files
+from ragkit.storage import snapshot_journal as journal_file
 
 DIM = 8
 DEAD_PID = 99_999_999  # above any pid_max: no such process
@@ -713,7 +713,7 @@ async def test_graph_drop_during_flush_is_not_undone(tmp_path):
 
 def test_atomic_write_replaces_and_cleans_up(tmp_path):
     target = tmp_path / "sub" / "f.bin"
-    _files.atomic_write_bytes(target, b"one")
+    journal_file.atomic_write_bytes(target, b"one")
     assert target.read_bytes() == b"one"
 
     def failing(fh):
@@ -721,9 +721,9 @@ def test_atomic_write_replaces_and_cleans_up(tmp_path):
         raise RuntimeError("interrupted")
 
     with pytest.raises(RuntimeError):
-        _files.atomic_write(target, failing)
+        journal_file.atomic_write(target, failing)
     assert target.read_bytes() == b"one"
     assert list(target.parent.iterdir()) == [target]
-    _files.remove_file(target)
-    _files.remove_file(target)  # missing: fine
+    journal_file.remove_file(target)
+    journal_file.remove_file(target)  # missing: fine
     assert not target.exists()

@@ -17,7 +17,7 @@ while the flush encodes are neither lost nor mixed into it.
 Troubleshooting: a failure prints the flush's duration, the ticks and the
 longest gap. A new long single call in a store's ``_encode_changes`` or
 ``_snapshot`` (one ``json.dumps`` of the whole store holds the GIL from start
-to end, in a thread as well) must be split (``_files.json_array``).
+to end, in a thread as well) must be split (``snapshot_journal.json_array``).
 """
 
 from __future__ import annotations

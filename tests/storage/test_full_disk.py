@@ -9,7 +9,7 @@ with ENOSPC on a full disk) on the ``ragkit`` process alone; ``limit`` picks
 the point where it fills.
 
 Troubleshooting: a traceback in the captured stderr names the write that
-escaped ``StoreError`` (``storage/_sqlite.py`` ``_errors``, ``storage/_files.py``
+escaped ``StoreError`` (``storage/_sqlite.py`` ``_errors``, ``storage/snapshot_journal.py``
 ``_write_errors``).
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.errors import StoreError
-from ragkit.storage._files import atomic_write_bytes, write_at
+from ragkit.storage.snapshot_journal import atomic_write_bytes, write_at
 
 resource = pytest.importorskip("resource", reason="POSIX file size limits")
 
@@ -77,7 +77,7 @@ def test_full_disk_is_a_clear_error_and_the_next_run_finishes(tmp_path, case):
 
 @pytest.mark.parametrize("write", ["snapshot", "journal append"])
 def test_file_store_write_on_a_full_disk_is_a_store_error(tmp_path, write):
-    """The numpy and networkx stores' files (``storage/_files.py``): the snapshot
+    """The numpy and networkx stores' files (``storage/snapshot_journal.py``): the snapshot
     replaced atomically, the journal appended in place."""
     target = tmp_path / "store.bin"
     target.write_bytes(b"x" * 100)

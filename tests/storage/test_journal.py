@@ -8,7 +8,7 @@ store that received the same batches and never touched the disk.
 Troubleshooting: ``reopened`` copies the files to a fresh folder before opening
 them (opening then closing compacts, which would change the files under test).
 A state difference names the store and the batch count; inspect the journal
-with ``ragkit.storage._files.read_journal(path)``. The kill tests run
+with ``ragkit.storage.snapshot_journal.read_journal(path)``. The kill tests run
 ``child_main`` of this module in a child process: run it by hand with
 ``python -c "import sys; sys.path.insert(0, 'tests/storage'); import asyncio,
 test_journal as t; asyncio.run(t.child_main('/tmp/j', 'graph', 'loop'))"``.
@@ -37,7 +37,7 @@ import pytest
 from ragkit.errors import StoreError
 from ragkit.protocols.base import StoreConfig
 from ragkit.storage import NetworkXGraphStore, NumpyVectorStore
-from ragkit.storage import _files
+from ragkit.storage import snapshot_journal as journal_file
 from ragkit.testing.store_files import journal_good_bytes, journaled_file
 
 DIM = 16
@@ -142,7 +142,7 @@ def journal_size(store) -> int:
 def journal_small_stores(monkeypatch):
     """Let small stores journal too (normally a snapshot under 64 KiB is simply
     rewritten), so that tests can use small, fast stores."""
-    monkeypatch.setattr(_files, "SMALL_SNAPSHOT", 0)
+    monkeypatch.setattr(journal_file, "SMALL_SNAPSHOT", 0)
 
 
 # --- torn tail, damaged middle ----------------------------------------------------------
@@ -197,7 +197,7 @@ async def test_damaged_middle_record_is_a_clear_error(kind, where, tmp_path, jou
         sizes.append(journal_size(store))
     journal = journaled_file(store).journal
     data = bytearray(journal.read_bytes())
-    header = _files.read_frames(bytes(data))[0][0]
+    header = journal_file.read_frames(bytes(data))[0][0]
     first = 12 + len(header)  # batch 1's record starts after the header frame
     offset = {"header": 14, "magic": first + 1, "length": first + 5, "crc": first + 9,
               "payload": first + 20}[where]
@@ -260,7 +260,7 @@ async def test_flush_appends_what_changed_not_the_store(kind, tmp_path):
         await store.flush()
         snapshot = store.path.stat()
         snapshot_size[n_items] = snapshot.st_size
-        assert snapshot.st_size > _files.SMALL_SNAPSHOT and journal_size(store) == 0
+        assert snapshot.st_size > journal_file.SMALL_SNAPSHOT and journal_size(store) == 0
         await _change(kind, store, 2, 0)  # starts the journal (header)
         await store.flush()
         sizes = []
@@ -304,7 +304,7 @@ async def test_compaction_when_journal_outgrows_snapshot(kind, tmp_path):
     await _change(kind, store, 10, 99)  # then appends again, to the new generation
     await store.flush()
     expected = await state(store)
-    journal = _files.read_journal(journaled_file(store).journal)
+    journal = journal_file.read_journal(journaled_file(store).journal)
     assert journal.generation == 2 and len(journal.payloads) == 1
     assert await reopened(kind, tmp_path, files_of(store)) == expected
     await store.close()  # close folds the journal in
@@ -332,7 +332,7 @@ async def test_stale_journal_generation_is_ignored(kind, tmp_path, journal_small
         assert await state(again) == three
         await apply_batch(again, 3)
         await again.flush()  # restarts the journal rather than appending to the stale one
-        assert _files.read_journal(journaled_file(again).journal).generation == 2
+        assert journal_file.read_journal(journaled_file(again).journal).generation == 2
         assert await reopened(kind, tmp_path, files_of(again)) == await reference(kind, tmp_path, 4)
 
 
@@ -349,7 +349,7 @@ async def test_journal_newer_than_snapshot_or_orphaned_is_an_error(kind, tmp_pat
     await apply_batch(store, 2)
     await store.flush()  # a journal of generation 2
     journal = journaled_file(store).journal
-    assert _files.read_journal(journal).generation == 2
+    assert journal_file.read_journal(journal).generation == 2
     with pytest.raises(StoreError, match="newer than") as info:
         await reopened(kind, tmp_path, {**files_of(store), store.path.name: old_snapshot})
     assert journal.name in str(info.value) and "delete" in str(info.value)
@@ -387,7 +387,7 @@ async def test_snapshot_files_without_journal_still_open(kind, tmp_path, journal
     else:
         await store.upsert(["c"], np.ones((1, DIM)))
     await store.flush()  # a journal of generation 0 over the old file
-    assert _files.read_journal(journaled_file(store).journal).generation == 0
+    assert journal_file.read_journal(journaled_file(store).journal).generation == 0
     assert await reopened(kind, tmp_path, files_of(store)) == expected
     await store.close()
     async with make(kind, tmp_path) as again:
@@ -422,19 +422,19 @@ async def test_failed_append_is_retried_over_its_partial_bytes(kind, tmp_path, m
     await store.flush()
     await apply_batch(store, 1)
     await store.flush()
-    real = _files.write_at
+    real = journal_file.write_at
 
     def half_then_fail(path, start, data):
         real(path, start, data[: len(data) // 2])
         raise OSError("disk full")
 
-    monkeypatch.setattr(_files, "write_at", half_then_fail)
+    monkeypatch.setattr(journal_file, "write_at", half_then_fail)
     await apply_batch(store, 2)
     with pytest.raises(OSError, match="disk full"):
         await store.flush()
     assert journaled_file(store).dirty
     assert await reopened(kind, tmp_path, files_of(store)) == await reference(kind, tmp_path, 2)
-    monkeypatch.setattr(_files, "write_at", real)
+    monkeypatch.setattr(journal_file, "write_at", real)
     await store.flush()  # over the partial bytes
     assert await reopened(kind, tmp_path, files_of(store)) == await reference(kind, tmp_path, 3)
     await store.close()
@@ -463,7 +463,7 @@ async def child_main(root: str, kind: str, mode: str) -> None:
     """The child of the kill tests. ``loop``: batch after batch, each flushed,
     then ``DONE i`` printed. ``hang``: batches 0-3 flushed, then the append of
     batch 4 stops half-way (fsynced) and the child waits to be killed."""
-    _files.SMALL_SNAPSHOT = 0  # journal from the start, compact often
+    journal_file.SMALL_SNAPSHOT = 0  # journal from the start, compact often
     store = make(kind, Path(root))
     await store.open()
     for i in itertools.count():
@@ -475,14 +475,14 @@ async def child_main(root: str, kind: str, mode: str) -> None:
 
 
 def _hang_in_next_append() -> None:
-    real = _files.write_at
+    real = journal_file.write_at
 
     def half(path, start, data):
         real(path, start, data[: len(data) // 2])
         print(f"MID {start}", flush=True)
         time.sleep(600)
 
-    _files.write_at = half
+    journal_file.write_at = half
 
 
 CHILD = """

@@ -108,9 +108,9 @@ asyncio.run(main())
 
 WRITE_THEN_HANG_MID_FILE = _PRELUDE + """
 import os, time
-from ragkit.storage import _files
+from ragkit.storage import snapshot_journal as journal_file
 
-real_atomic_write = _files.atomic_write
+real_atomic_write = journal_file.atomic_write
 state = {"hang": False}
 
 def atomic_write(target, write):
@@ -128,7 +128,7 @@ def atomic_write(target, write):
         time.sleep(600)
     return real_atomic_write(target, half)
 
-_files.atomic_write = atomic_write
+journal_file.atomic_write = atomic_write
 
 async def main():
     store = (NumpyVectorStore(cfg("vecs", dimension=DIM)) if sys.argv[3] == "vector"
