@@ -405,3 +405,33 @@ async def test_a_doc_status_transition_past_its_fence_check_is_refused(tmp_path)
         mine.fence = None
         await mine.drop()
         await mine.close()
+
+
+async def test_each_redis_lease_acquisition_gets_a_larger_fencing_token(tmp_path):
+    """The token that Redis writes compare (``Holder.fence``) grows with every
+    acquisition, a release and an expiry included, and is never stored in the
+    lease's value (which renewals compare)."""
+    import uuid
+
+    from ragkit.protocols.lease import Holder
+
+    store = _server_store("doc_status:redis", tmp_path, f"s{uuid.uuid4().hex[:8]}")
+    await store.open()
+    lease = store.writer_lease()
+    try:
+        tokens = []
+        for ttl in (30, 0.2, 30):
+            holder = Holder()
+            assert await lease.acquire(holder, ttl)
+            assert await lease.acquire(Holder(), ttl) is False
+            tokens.append(holder.fence)
+            assert (await lease.holder()).fence == 0  # not part of the stored value
+            if ttl == 30:
+                await lease.release(holder)
+            else:
+                time.sleep(0.4)  # expired, not released
+        assert tokens[0] > 0 and tokens == sorted(set(tokens)), tokens
+    finally:
+        await store.client.delete(lease.key, lease.fence_key)
+        await store.drop()
+        await store.close()
