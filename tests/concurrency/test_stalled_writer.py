@@ -274,6 +274,30 @@ class StallAfterCheck:
         return getattr(self.lock, name)
 
 
+def stall_while(take_over, took_over: list):
+    """A stall for ``StallAfterCheck``: blocks the event loop past the lease,
+    then runs ``take_over()`` (another process: a thread with its own loop)
+    to its end; appends ``None`` or its error to ``took_over``."""
+    import asyncio
+    import threading
+
+    def stall() -> None:
+        time.sleep(STALL_TTL * 1.5)  # a blocked event loop: no heartbeat; the lease expires
+
+        def run() -> None:
+            try:
+                asyncio.run(take_over())
+                took_over.append(None)
+            except BaseException as exc:  # reported by the test's assertion
+                took_over.append(exc)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join(60)
+
+    return stall
+
+
 # (store written, store holding the lease): the servers combination's (Redis
 # doc-status lease) and the Neo4j-graph one's (the lease in the graph store).
 STALL_CASES = [
@@ -290,8 +314,6 @@ async def test_a_write_past_its_fence_check_when_the_holder_stalls_is_refused(tm
     """On the code before this check, the stalled holder's write lands after the
     other writer's (the store then holds 1, not 2). Troubleshooting: a failure
     names what the store holds; 1 means the late request reached the server."""
-    import asyncio
-    import threading
     import uuid
 
     from ragkit.core.lock import LockSettings, WriterLock
@@ -320,19 +342,7 @@ async def test_a_write_past_its_fence_check_when_the_holder_stalls_is_refused(tm
                 store.fence = None
                 await store.close()
 
-    def stall() -> None:
-        time.sleep(STALL_TTL * 1.5)  # a blocked event loop: no heartbeat; the lease expires
-        def run() -> None:
-            try:
-                asyncio.run(take_over())
-                took_over.append(None)
-            except BaseException as exc:  # reported by the assertion below
-                took_over.append(exc)
-        thread = threading.Thread(target=run)
-        thread.start()
-        thread.join(60)
-
-    mine.fence = StallAfterCheck(lock, stall)
+    mine.fence = StallAfterCheck(lock, stall_while(take_over, took_over))
     try:
         with pytest.raises(WriterLeaseLostError):
             async with lock.hold("index"):
@@ -353,8 +363,6 @@ async def test_a_write_past_its_fence_check_when_the_holder_stalls_is_refused(tm
 async def test_a_doc_status_transition_past_its_fence_check_is_refused(tmp_path):
     """The doc-status ``transition`` (a check-and-set of its own) under the
     same stall: refused, and the other writer's record stays."""
-    import asyncio
-    import threading
     import uuid
 
     from ragkit.core.lock import LockSettings, WriterLock
@@ -380,19 +388,7 @@ async def test_a_doc_status_transition_past_its_fence_check_is_refused(tmp_path)
             other.fence = None
             await other.close()
 
-    def stall() -> None:
-        time.sleep(STALL_TTL * 1.5)
-        def run() -> None:
-            try:
-                asyncio.run(take_over())
-                took_over.append(None)
-            except BaseException as exc:
-                took_over.append(exc)
-        thread = threading.Thread(target=run)
-        thread.start()
-        thread.join(60)
-
-    mine.fence = StallAfterCheck(lock, stall)
+    mine.fence = StallAfterCheck(lock, stall_while(take_over, took_over))
     try:
         with pytest.raises(WriterLeaseLostError):
             async with lock.hold("index"):
