@@ -30,6 +30,23 @@ saved yet. Writes made outside a hold (a query caching an answer) are not the
 holder's and are not checked. A file lock cannot be lost by stalling; its
 check only sees whether the lock file was removed or replaced.
 
+A holder can also stall after that check, inside the store call, with its
+request not yet applied. So a store also checks the write's ``permit()``
+where it sends the request (``ragkit.protocols.lease``; docs/architecture.md
+has the table):
+
+- Redis stores on the Redis lease's server: ``WATCH`` of the lease's fencing
+  counter around the write's ``MULTI``/``EXEC``, refused once another writer
+  acquired (``ragkit_redis._base.RedisStore.commit``);
+- the Neo4j graph under its own lease: each statement matches the lock node
+  with the holder's token, refused once it is another's (``ragkit_neo4j.lease``);
+- every other server store (Chroma; Neo4j under the Redis lease; Redis on
+  another server): the permit's deadline, immediately before each request
+  leaves: ``lease_ttl * (1 - SEND_MARGIN)`` after the last renewal was sent,
+  past which it renews first or raises. Not refused there: a request that
+  left in time and was applied more than ``lease_ttl * SEND_MARGIN`` later,
+  or one a stall caught between that check and its last byte.
+
 A second writer waits, saying once on stderr (a warning of this module's logger)
 who holds the lock, and after ``timeout`` seconds raises
 :class:`~ragkit.errors.WriterLockTimeoutError`, which names the holder and the fix.
@@ -40,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -51,7 +69,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragkit.core.files import private_dir
 from ragkit.errors import WriterLeaseLostError, WriterLockTimeoutError
-from ragkit.protocols.lease import Holder, Lease
+from ragkit.protocols.lease import SEND_MARGIN, Holder, Lease, Permit, lease_clock
 
 if TYPE_CHECKING:
     from ragkit.protocols.base import BaseStore
@@ -162,6 +180,9 @@ class WriterLock:
         self._gate_loop: asyncio.AbstractEventLoop | None = None
         self._holder: Holder | None = None
         self._heartbeat: asyncio.Task[None] | None = None
+        self._until = -math.inf
+        """Monotonic time before which the current holder's requests may
+        leave (``Permit.until``): its last renewal's start + ttl * (1 - SEND_MARGIN)."""
         self.lost = False
         """The lease was lost during the current (or last) hold: nothing more
         is written under it, and unsaved writes are discarded, not flushed."""
@@ -208,7 +229,7 @@ class WriterLock:
         ttl = self.settings.lease_ttl
         deadline = time.monotonic() + self.settings.timeout
         said = False
-        while not await self.lease.acquire(me, ttl):
+        while not await self._take(me, ttl):
             other = await self.lease.holder()
             who = other.describe() if other else "another writer (it did not say who)"
             if time.monotonic() >= deadline:
@@ -229,11 +250,34 @@ class WriterLock:
         if self.lease.heartbeat:
             self._heartbeat = asyncio.ensure_future(self._beat(me, ttl))
 
+    async def _take(self, me: Holder, ttl: float) -> bool:
+        started = lease_clock()
+        if not await self.lease.acquire(me, ttl):
+            return False
+        self._valid_from(started)
+        return True
+
+    async def _renew(self, me: Holder, ttl: float) -> bool:
+        started = lease_clock()
+        renewed = await self.lease.renew(me, ttl)
+        if renewed and self._holder is me:
+            self._valid_from(started)
+        return renewed
+
+    def _valid_from(self, started: float) -> None:
+        """The lease was taken or renewed by a request sent at ``started``: the
+        server counts its ttl from a later moment, so it holds at least until
+        ``started + ttl``; requests may leave until a margin before that."""
+        if not self.lease.heartbeat:
+            self._until = math.inf
+            return
+        self._until = max(self._until, started + self.settings.lease_ttl * (1 - SEND_MARGIN))
+
     async def _beat(self, me: Holder, ttl: float) -> None:
         while True:
             await asyncio.sleep(ttl / 3)
             try:
-                renewed = await self.lease.renew(me, ttl)
+                renewed = await self._renew(me, ttl)
             except Exception as exc:  # a blip: the next beat tries again within the ttl
                 log.warning("could not renew the writer lease %s: %s", self.lease.where, exc)
                 continue
@@ -259,16 +303,38 @@ class WriterLock:
         ``lease_ttl`` more seconds. Otherwise ``WriterLeaseLostError``, for this
         write and every later one of the hold. Other writes (not made inside
         ``hold``, such as a query caching an answer) pass unchecked."""
-        mine = next((holder for lock, holder in reversed(_WRITES.get()) if lock is self), None)
+        mine = self._mine()
+        if mine is not None:
+            await self._recheck(mine)
+
+    def permit(self) -> Permit | None:
+        """The permit of the running task's write (``Fence.permit``): ``None``
+        outside a hold of this lock."""
+        mine = self._mine()
         if mine is None:
-            return
+            return None
+        return Permit(
+            self.lease, mine,
+            until=lambda: self._until if self._holder is mine and not self.lost else -math.inf,
+            renew=lambda: self._recheck(mine),
+            refused=lambda: self._refused(mine),
+        )
+
+    def _mine(self) -> Holder | None:
+        return next((holder for lock, holder in reversed(_WRITES.get()) if lock is self), None)
+
+    async def _recheck(self, mine: Holder) -> None:
         if self.lost or self._holder is not mine:
             raise self._lost_error(mine)
         # Every time, not "recently confirmed": a clock can miss a stall (a
         # suspended machine), the lease's server cannot.
-        if not await self.lease.renew(mine, self.settings.lease_ttl):
+        if not await self._renew(mine, self.settings.lease_ttl):
             self._lose(mine)
             raise self._lost_error(mine)
+
+    def _refused(self, mine: Holder) -> WriterLeaseLostError:
+        self._lose(mine)
+        return self._lost_error(mine)
 
     def _lose(self, me: Holder) -> None:
         if self._holder is me and not self.lost:
@@ -300,6 +366,7 @@ class WriterLock:
 
     async def _release(self) -> None:
         holder, self._holder = self._holder, None
+        self._until = -math.inf
         beat, self._heartbeat = self._heartbeat, None
         if beat is not None:
             beat.cancel()
@@ -318,7 +385,7 @@ class WriterLock:
             return
         me = Holder(what=what)
         ttl = self.settings.lease_ttl
-        if not await self.lease.acquire(me, ttl):
+        if not await self._take(me, ttl):
             yield False
             return
         self._holder, self.lost = me, False

@@ -182,3 +182,252 @@ def test_a_holder_whose_lock_file_was_removed_writes_nothing_after(workspace):
     assert everything(ws) == before, "the writer whose lock file was removed went on writing"
     assert_clean(ws, set(doc_ids(ws, a + b)))
 
+
+
+# -- a store request already past its fence check ---------------------------------------
+#
+# The fence is asked before each write; what is left is a holder that stalls
+# *after* that check and before its request reaches the server, for longer than
+# its lease: the next writer takes over and writes, and then the request goes
+# out. Each server store must refuse it (Redis and Neo4j check the lease in the
+# write's own transaction or statement) or not send it (the lease's validity
+# deadline, checked immediately before the request leaves). Reproduced in one
+# process: the stalled holder's fence passes its check, then blocks the event
+# loop (no heartbeat runs) while a thread, standing for another process with
+# its own loop, connections, lease and store, waits for the lease to expire,
+# takes it and writes the same key.
+
+STALL_TTL = 1.0
+
+
+def _server_store(spec: str, tmp_path: Path, workspace: str):
+    from ragkit.plugins import create_store, get_registry
+    from ragkit.protocols.base import StoreConfig
+    from ragkit.testing.contracts.options import contract_options
+
+    from .conftest import REQUIRED
+
+    kind, name = spec.split(":")
+    try:
+        options = contract_options(kind, name, tmp_path)
+    except pytest.skip.Exception as exc:
+        if "servers" in REQUIRED:
+            pytest.fail(f"{spec} is required but unreachable: {exc.msg}")
+        raise
+    config = StoreConfig(namespace=kind, workspace=workspace, working_dir=tmp_path, options=options,
+                         dimension=4 if kind == "vector" else None)
+    return create_store(kind, get_registry().get(kind, name), config)
+
+
+async def _write(store, who: int) -> None:
+    """One write of ``who``'s value under the key ``k``, whatever the store kind."""
+    import numpy as np
+
+    from ragkit.schema import DocStatusRecord
+
+    kind = type(store).__mro__
+    names = {c.__name__ for c in kind}
+    if "KVStore" in names:
+        await store.upsert({"k": {"v": who}})
+    elif "DocStatusStore" in names:
+        await store.upsert([DocStatusRecord(id="k", content_length=who)])
+    elif "GraphStore" in names:
+        await store.upsert_node("k", {"v": who})
+    else:
+        await store.upsert(["k"], np.array([[1.0, who, 0.0, 0.0]]), [{"v": who}])
+
+
+async def _read(store) -> int | None:
+    names = {c.__name__ for c in type(store).__mro__}
+    if "KVStore" in names:
+        found = await store.get("k")
+        return None if found is None else found["v"]
+    if "DocStatusStore" in names:
+        (found,) = await store.get(["k"])
+        return None if found is None else found.content_length
+    if "GraphStore" in names:
+        found = await store.get_node("k")
+        return None if found is None else found["v"]
+    (found,) = await store.get(["k"])
+    return None if found is None else found.metadata["v"]
+
+
+class StallAfterCheck:
+    """A fence that passes the writer lock's check, then once runs ``stall``
+    (which blocks the event loop) before handing the write back to the store."""
+
+    def __init__(self, lock, stall) -> None:
+        self.lock, self.stall = lock, stall
+
+    @property
+    def lost(self) -> bool:
+        return self.lock.lost
+
+    async def check(self):
+        passed = await self.lock.check()
+        stall, self.stall = self.stall, None
+        if stall is not None:
+            stall()
+        return passed
+
+    def __getattr__(self, name: str):
+        return getattr(self.lock, name)
+
+
+def stall_while(take_over, took_over: list):
+    """A stall for ``StallAfterCheck``: blocks the event loop past the lease,
+    then runs ``take_over()`` (another process: a thread with its own loop)
+    to its end; appends ``None`` or its error to ``took_over``."""
+    import asyncio
+    import threading
+
+    def stall() -> None:
+        time.sleep(STALL_TTL * 1.5)  # a blocked event loop: no heartbeat; the lease expires
+
+        def run() -> None:
+            try:
+                asyncio.run(take_over())
+                took_over.append(None)
+            except BaseException as exc:  # reported by the test's assertion
+                took_over.append(exc)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join(60)
+
+    return stall
+
+
+# (store written, store holding the lease): the servers combination's (Redis
+# doc-status lease) and the Neo4j-graph one's (the lease in the graph store).
+STALL_CASES = [
+    ("kv:redis", "doc_status:redis"),
+    ("doc_status:redis", "doc_status:redis"),
+    ("graph:neo4j", "doc_status:redis"),
+    ("vector:chroma-http", "doc_status:redis"),
+    ("graph:neo4j", "graph:neo4j"),
+]
+
+
+@pytest.mark.parametrize(("written", "leased"), STALL_CASES, ids=[f"{w}-under-{l}" for w, l in STALL_CASES])
+async def test_a_write_past_its_fence_check_when_the_holder_stalls_is_refused(tmp_path, written, leased):
+    """On the code before this check, the stalled holder's write lands after the
+    other writer's (the store then holds 1, not 2). Troubleshooting: a failure
+    names what the store holds; 1 means the late request reached the server."""
+    import uuid
+
+    from ragkit.core.lock import LockSettings, WriterLock
+    from ragkit.errors import WriterLeaseLostError
+
+    workspace = f"s{uuid.uuid4().hex[:8]}"
+    mine = _server_store(written, tmp_path, workspace)
+    lease_store = mine if written == leased else _server_store(leased, tmp_path, workspace)
+    for store in {id(mine): mine, id(lease_store): lease_store}.values():
+        await store.open()
+    lock = WriterLock(lease_store.writer_lease(), LockSettings(lease_ttl=STALL_TTL))
+    took_over: list[BaseException | None] = []
+
+    async def take_over() -> None:  # another process: its own loop, connections, lease and store
+        other = _server_store(written, tmp_path, workspace)
+        other_lease = other if written == leased else _server_store(leased, tmp_path, workspace)
+        for store in {id(other): other, id(other_lease): other_lease}.values():
+            await store.open()
+        try:
+            taker = WriterLock(other_lease.writer_lease(), LockSettings(timeout=10))
+            other.fence = taker
+            async with taker.hold("index"):
+                await _write(other, 2)
+        finally:
+            for store in {id(other): other, id(other_lease): other_lease}.values():
+                store.fence = None
+                await store.close()
+
+    mine.fence = StallAfterCheck(lock, stall_while(take_over, took_over))
+    try:
+        with pytest.raises(WriterLeaseLostError):
+            async with lock.hold("index"):
+                await _write(mine, 1)
+        assert took_over == [None], f"the other writer failed: {took_over}"
+        assert lock.lost
+        mine.fence = None
+        assert await _read(mine) == 2, "the stalled holder's request reached the server after the other writer's"
+    finally:
+        mine.fence = None
+        if mine.is_open:
+            await mine.drop()
+        for store in {id(mine): mine, id(lease_store): lease_store}.values():
+            if store.is_open:
+                await store.close()
+
+
+async def test_a_doc_status_transition_past_its_fence_check_is_refused(tmp_path):
+    """The doc-status ``transition`` (a check-and-set of its own) under the
+    same stall: refused, and the other writer's record stays."""
+    import uuid
+
+    from ragkit.core.lock import LockSettings, WriterLock
+    from ragkit.errors import WriterLeaseLostError
+    from ragkit.schema import DocStatus, DocStatusRecord
+
+    workspace = f"s{uuid.uuid4().hex[:8]}"
+    mine = _server_store("doc_status:redis", tmp_path, workspace)
+    await mine.open()
+    await mine.upsert([DocStatusRecord(id="k", status=DocStatus.PENDING)])
+    lock = WriterLock(mine.writer_lease(), LockSettings(lease_ttl=STALL_TTL))
+    took_over: list[BaseException | None] = []
+
+    async def take_over() -> None:
+        other = _server_store("doc_status:redis", tmp_path, workspace)
+        await other.open()
+        try:
+            taker = WriterLock(other.writer_lease(), LockSettings(timeout=10))
+            other.fence = taker
+            async with taker.hold("delete"):
+                await other.transition("k", DocStatus.FAILED, error="taken over")
+        finally:
+            other.fence = None
+            await other.close()
+
+    mine.fence = StallAfterCheck(lock, stall_while(take_over, took_over))
+    try:
+        with pytest.raises(WriterLeaseLostError):
+            async with lock.hold("index"):
+                await mine.transition("k", DocStatus.PROCESSING)
+        assert took_over == [None], f"the other writer failed: {took_over}"
+        mine.fence = None
+        (record,) = await mine.get(["k"])
+        assert record.status is DocStatus.FAILED and record.error == "taken over"
+    finally:
+        mine.fence = None
+        await mine.drop()
+        await mine.close()
+
+
+async def test_each_redis_lease_acquisition_gets_a_larger_fencing_token(tmp_path):
+    """The token that Redis writes compare (``Holder.fence``) grows with every
+    acquisition, a release and an expiry included, and is never stored in the
+    lease's value (which renewals compare)."""
+    import uuid
+
+    from ragkit.protocols.lease import Holder
+
+    store = _server_store("doc_status:redis", tmp_path, f"s{uuid.uuid4().hex[:8]}")
+    await store.open()
+    lease = store.writer_lease()
+    try:
+        tokens = []
+        for ttl in (30, 0.2, 30):
+            holder = Holder()
+            assert await lease.acquire(holder, ttl)
+            assert await lease.acquire(Holder(), ttl) is False
+            tokens.append(holder.fence)
+            assert (await lease.holder()).fence == 0  # not part of the stored value
+            if ttl == 30:
+                await lease.release(holder)
+            else:
+                time.sleep(0.4)  # expired, not released
+        assert tokens[0] > 0 and tokens == sorted(set(tokens)), tokens
+    finally:
+        await store.client.delete(lease.key, lease.fence_key)
+        await store.drop()
+        await store.close()

@@ -29,7 +29,10 @@ from ragkit.tokenizer import _encoding
 
 get_registry()  # every adapter imported, before any fork
 _encoding("cl100k_base")  # the default tokenizer's tables: seconds per process to load
-for _client in ("chromadb", "ragkit_chroma.store", "neo4j", "redis.asyncio"):  # the servers' clients
+# The servers' clients, and the embedder's: the trials embed through the
+# ``openai`` client, whose import alone took over 120 s in a child of a loaded
+# machine (CI seed 7101 "hung" in it).
+for _client in ("chromadb", "ragkit_chroma.store", "neo4j", "redis.asyncio", "openai", "ragkit_openai.embeddings"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_client)
 

@@ -22,13 +22,7 @@ from .campaign import CampaignError, Trial, TrialFailure
 from .oracle import describe_failure, judge
 
 
-LATE_WRITE = (
-    "a writer stopped past its lease (SIGSTOP) resumes a store request that passed its fence "
-    "check before the stall; it lands after the next writer's writes (vectors deleted or written "
-    "behind the graph). Fencing checks before each write; closing this needs the servers to "
-    "check the lease token themselves (docs/faults.md, open findings)"
-)
-QUARANTINED: dict[tuple[str, int], str] = {("servers", 2061): LATE_WRITE, ("servers", 2158): LATE_WRITE}
+QUARANTINED: dict[tuple[str, int], str] = {}
 """Trials that fail for a known cause too big to fix here: they still run, and
 their result says quarantined and why, instead of counting as failures."""
 

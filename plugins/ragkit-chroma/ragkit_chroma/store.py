@@ -20,6 +20,13 @@ passes embeddings, so Chroma never embeds (or downloads a model) by itself.
 - **Upsert replaces metadata.** Chroma merges metadata on upsert, so keys the
   new metadata lacks are sent as ``None`` (which Chroma deletes).
 - **Batches** never exceed the client's ``max_batch_size`` (nor ``batch_size``).
+- **Fenced writes.** Chroma has no conditional write, so a write made under the
+  workspace's writer lock checks the lease's deadline in the worker thread
+  immediately before each request that changes the collection leaves
+  (``Permit.send``; past it, the lease is renewed first, on the event loop, or
+  the write fails with ``WriterLeaseLostError``). A request that left in time
+  but is applied later than the lease's margin, or a stall between that check
+  and the request's last byte, is not refused: docs/architecture.md.
 - **Dimension** and the embedder are recorded in the collection's metadata
   (``ragkit_dimension``, ``ragkit_embedder``) and read when the store opens; a
   collection of another dimension opens, and its vectors are neither read nor
@@ -39,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from ragkit.errors import RagkitError, StoreError
 from ragkit.protocols.base import Capability, StoreConfig
+from ragkit.protocols.lease import Permit, permit_of
 from ragkit.protocols.vector import Filter, VectorStore, search_past_ties, unit_rows
 from ragkit.schema import JSONScalar, VectorHit
 from ragkit_chroma._where import NO_MATCH, check_metadata, to_where
@@ -58,6 +66,8 @@ class _Write:
     records: dict[str, tuple[np.ndarray, dict[str, JSONScalar]] | None]
     drop: bool = False
     done: asyncio.Future[None] = field(init=False)
+    permit: Permit | None = field(init=False, default=None)
+    """The writer lock's permit of the task that asked for the write."""
 
 
 class ChromaOptions(BaseModel):
@@ -235,10 +245,11 @@ class ChromaVectorStore(VectorStore):
         await self._write(_Write({}, drop=True))
         self.stored_dimension = self.stored_embedder = None
 
-    def _delete_collection(self) -> None:
+    def _delete_collection(self, send: Callable[[], None]) -> None:
         from chromadb.errors import NotFoundError
 
         try:
+            send()
             self._client.delete_collection(self.collection_name)
         except NotFoundError:
             pass
@@ -348,6 +359,7 @@ class ChromaVectorStore(VectorStore):
         """
         assert self._write_lock is not None
         op.done = asyncio.get_running_loop().create_future()
+        op.permit = permit_of(self.fence)
         self._pending.append(op)
         async with self._write_lock:
             while not op.done.done():  # else an earlier task applied it with its own
@@ -358,13 +370,14 @@ class ChromaVectorStore(VectorStore):
         await op.done
 
     async def _apply_group(self, group: list[_Write], mine: _Write) -> None:
+        send = self._sender([o.permit for o in group if o.permit is not None])
         try:
             if group[0].drop:
-                await self._call("drop", self._delete_collection)
+                await self._call("drop", lambda: self._delete_collection(send))
                 self._collection = None
             else:
                 create = any(rec is not None for o in group for rec in o.records.values())
-                await self._run("write", lambda c: self._apply(c, group), create=create)
+                await self._run("write", lambda c: self._apply(c, group, send), create=create)
         except BaseException as exc:
             error = exc if isinstance(exc, Exception) else StoreError(
                 f"a write to collection {self.collection_name!r} was interrupted (the task "
@@ -380,12 +393,27 @@ class ChromaVectorStore(VectorStore):
             for o in group:
                 o.done.set_result(None)
 
-    def _apply(self, collection: Any, group: list[_Write]) -> None:
+    def _sender(self, permits: list[Permit]) -> Callable[[], None]:
+        """What the worker thread calls immediately before each request that
+        changes the collection: returns when every permit of the group lets it
+        leave, renewing the lease on the event loop (the thread waits) once a
+        deadline passed; raises ``WriterLeaseLostError`` when it was lost."""
+        loop = asyncio.get_running_loop()
+
+        def send() -> None:
+            for permit in permits:
+                if not permit.may_send():
+                    asyncio.run_coroutine_threadsafe(permit.send(), loop).result()
+
+        return send
+
+    def _apply(self, collection: Any, group: list[_Write], send: Callable[[], None]) -> None:
         final: dict[str, tuple[np.ndarray, dict[str, JSONScalar]] | None] = {}
         for op in group:
             final.update(op.records)
         gone = [i for i, rec in final.items() if rec is None]
         for part in self._chunks(len(gone)):
+            send()
             collection.delete(ids=gone[part])
         kept = [i for i, rec in final.items() if rec is not None]
         for part in self._chunks(len(kept)):
@@ -399,9 +427,11 @@ class ChromaVectorStore(VectorStore):
                 full: dict[str, Any] = dict(meta)
                 full.update((k, None) for k in old_keys.get(id_, set()) - meta.keys())
                 payload.append(full or None)
+            embeddings = np.stack([final[i][0] for i in chunk])  # type: ignore[index]
+            send()
             collection.upsert(
                 ids=chunk,
-                embeddings=np.stack([final[i][0] for i in chunk]),  # type: ignore[index]
+                embeddings=embeddings,
                 metadatas=payload if any(p is not None for p in payload) else None,
             )
 

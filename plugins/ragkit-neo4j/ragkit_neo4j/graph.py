@@ -15,6 +15,11 @@ statements of one call in one managed write transaction (retried on transient
 errors such as deadlocks). On Neo4j a uniqueness constraint on ``_ragkit_id``
 (created with ``IF NOT EXISTS``) makes concurrent ``MERGE`` safe; other servers
 get an index. See ``cypher.py`` for how names and values reach Cypher.
+
+Writes made under the workspace's writer lock are fenced: under this server's
+own lease each statement checks the lock node (``ragkit_neo4j.lease``); under
+another lease (Redis) each statement first checks the permit's deadline
+(``ragkit.protocols.lease.Permit.send``).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from ragkit.errors import InvalidValueError, StoreClosedError, StoreError
 from ragkit.protocols.base import Capability, StoreConfig
 from ragkit.protocols.graph import EdgeKey, GraphStore
+from ragkit.protocols.lease import permit_of
 from ragkit.schema import Edge, Node
 from ragkit_neo4j import _server
 from ragkit_neo4j.cypher import (
@@ -202,15 +208,26 @@ class Neo4jGraphStore(GraphStore):
         async with self._errors(what):
             return await self._timed(what, work())
 
-    async def _write(self, what: str, statements: list[tuple[str, dict[str, Any]]]) -> list[list[list[Any]]]:
-        """Run ``statements`` in one managed write transaction; their rows."""
+    async def _write(
+        self, what: str, statements: list[tuple[str, dict[str, Any]]], *, fenced: bool = True
+    ) -> list[list[list[Any]]]:
+        """Run ``statements`` in one managed write transaction; their rows.
+        ``fenced`` (all but the lease's and the schema's own): under a hold
+        of the writer lock, refused once the lease is another's (module docstring)."""
         shared = self._conn()
         if not statements:
             return []
+        permit = permit_of(self.fence) if fenced else None
+        lease = permit.lease if permit is not None else None
+        guarded = isinstance(lease, Neo4jLease) and lease.reaches(self)
+        if guarded:
+            statements = lease.guarded(self, permit.holder, statements)
 
         async def work(tx: Any) -> list[list[list[Any]]]:
             out = []
             for query, params in statements:
+                if permit is not None and not guarded:
+                    await permit.send()
                 result = await tx.run(query, params)
                 out.append(await result.values())
             return out
@@ -220,7 +237,11 @@ class Neo4jGraphStore(GraphStore):
                 return await session.execute_write(work)
 
         async with self._errors(what):
-            return await self._timed(what, run())
+            out = await self._timed(what, run())
+        if guarded:
+            if not out.pop():  # the lock node is no longer this holder's
+                raise permit.refused()
+        return out
 
     @property
     def _binder(self) -> Binder:
@@ -330,10 +351,13 @@ class Neo4jGraphStore(GraphStore):
                 "create its uniqueness constraint",
                 [(f"CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{self._label}) "
                   f"REQUIRE n.{ID_KEY} IS UNIQUE", {})],
+                fenced=False,
             )
         elif not await self._has_index():
             try:
-                await self._write("create its index", [(f"CREATE INDEX FOR (n:{self._label}) ON (n.{ID_KEY})", {})])
+                await self._write(
+                    "create its index", [(f"CREATE INDEX FOR (n:{self._label}) ON (n.{ID_KEY})", {})], fenced=False
+                )
             except StoreError:
                 if not await self._has_index():  # another client may have just made it
                     raise

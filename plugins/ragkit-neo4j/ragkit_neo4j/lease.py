@@ -20,6 +20,15 @@ updates), and a uniqueness constraint on the label (created once, on Neo4j
 4.4 and later) keeps two ``MERGE`` from making two nodes. FalkorDB runs the
 write queries of a graph one at a time, so each statement is atomic there.
 
+Fenced writes. While a process holds this lease, every write statement of a
+graph store on this server and workspace (``Neo4jGraphStore._write``) starts
+by matching the lock node with the holder's token (and writing it, which takes
+its lock on Neo4j, so an ``acquire`` waits for the write's commit), and the
+write's transaction ends by reading it again. A holder stalled past its lease
+while another took it writes nothing, even with a request it had sent before
+the stall: the statement matches no lock node, and the last read raises
+``WriterLeaseLostError``. Every value is bound (``cypher.Binder``).
+
 Statements go through the store's own plumbing (its transaction runner, error
 translation and value binder), so the lease works on every server the store
 does.
@@ -36,6 +45,15 @@ if TYPE_CHECKING:
     from ragkit_neo4j.graph import Neo4jGraphStore
 
 KEY = "writer"
+
+_GUARD = (
+    "MATCH (ragkit_fence:{label} {{{id}: $ragkit_fence_key}}) WHERE ragkit_fence.token = $ragkit_fence_token "
+    "SET ragkit_fence._ragkit_lock = true WITH ragkit_fence "
+)
+_VERIFY = (
+    "MATCH (ragkit_fence:{label} {{{id}: $ragkit_fence_key}}) WHERE ragkit_fence.token = $ragkit_fence_token "
+    "RETURN ragkit_fence.token"
+)
 
 
 class Neo4jLease:
@@ -83,9 +101,24 @@ class Neo4jLease:
             token=holder.token,
         )
 
+    def reaches(self, store: Neo4jGraphStore) -> bool:
+        """Whether ``store`` writes where this lease's lock node is."""
+        o, mine = store.options, self.store.options
+        return (o.uri, o.database, Neo4jLease(store).label_name) == (mine.uri, mine.database, self.label_name)
+
+    def guarded(
+        self, store: Neo4jGraphStore, holder: Holder, statements: list[tuple[str, dict[str, Any]]]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """``statements`` each made to write only while ``holder`` holds the
+        lease, then the read that says whether it still does (no row: it does not)."""
+        values = {"ragkit_fence_key": KEY, "ragkit_fence_token": holder.token}
+        guard, guard_params = store._binder.bind(_GUARD.format(label=self._label, id=ID_KEY), **values)
+        out = [(guard + query, {**params, **guard_params}) for query, params in statements]
+        return [*out, store._binder.bind(_VERIFY.format(label=self._label, id=ID_KEY), **values)]
+
     async def _run(self, what: str, template: str, **values: Any) -> list[list[Any]]:
         query, params = self.store._binder.bind(template, key=KEY, **values)
-        (rows,) = await self.store._write(what, [(query, params)])
+        (rows,) = await self.store._write(what, [(query, params)], fenced=False)
         return rows
 
     async def _schema(self) -> None:
@@ -100,6 +133,7 @@ class Neo4jLease:
         await self.store._write(
             "create the writer lease's constraint",
             [(f"CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{self._label}) REQUIRE n.{ID_KEY} IS UNIQUE", {})],
+            fenced=False,
         )
         shared.schema_done.add(key)
 

@@ -12,12 +12,21 @@ so a batch can be one ``MULTI``/``EXEC``. Workspace and namespace names cannot
 hold ``:`` or ``}``, so no two stores share a key. Iteration and counts use the
 ``ids`` sorted set (``ZRANGEBYLEX`` pages keyed by the last member, ``ZCARD``):
 nothing scans the keyspace (no ``KEYS``, no ``SCAN``).
+
+Fenced writes (``commit``). A write made under a hold of the workspace's
+writer lock (``fence.permit()``) whose lease is a Redis lease on this store's
+server ``WATCH``es the lease's fencing counter, reads it, and runs its
+``MULTI``/``EXEC`` only if the counter is still the holder's token: another
+writer's acquisition in between aborts the ``EXEC``, so the write is refused
+(``WriterLeaseLostError``) and nothing of it is applied. Under any other lease
+(another server, another backend) the write only checks the permit's deadline
+immediately before ``EXEC`` leaves (``Permit.send``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlparse
@@ -26,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragkit.errors import InvalidValueError, StoreError
 from ragkit.protocols.base import BaseStore
+from ragkit.protocols.lease import permit_of
 
 _PREFIX = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 
@@ -155,15 +165,51 @@ class RedisStore(BaseStore):
                 found.update((k, v) for k, v in zip(part, values) if v is not None)
         return found
 
+    async def commit(self, what: str, queue: Callable[[Any], None]) -> list[Any]:
+        """One ``MULTI``/``EXEC`` of what ``queue(pipe)`` queues, fenced (see
+        the module docstring); its replies."""
+        from redis.exceptions import WatchError
+
+        permit = permit_of(self.fence)
+        async with self.errors(what):
+            async with self.client.pipeline(transaction=True) as pipe:
+                counter = await self.watch_fence(pipe, permit)
+                if counter is not None:
+                    pipe.multi()
+                queue(pipe)
+                if counter is None and permit is not None:
+                    await permit.send()
+                try:
+                    return await pipe.execute()
+                except WatchError:  # only the fencing counter is watched: another writer took the lease
+                    assert permit is not None
+                    raise permit.refused() from None
+
+    async def watch_fence(self, pipe: Any, permit: Any) -> bytes | None:
+        """``WATCH`` the fencing counter of ``permit``'s lease when it is a
+        Redis lease on this server, and refuse the write at once if the
+        counter is no longer the holder's; the counter's key (``None``: no
+        watch, the permit's deadline is all there is to check)."""
+        from ragkit_redis.lease import RedisLease
+
+        lease = permit.lease if permit is not None else None
+        if not isinstance(lease, RedisLease) or not lease.same_server(self.options.url) or not permit.token:
+            return None
+        await pipe.watch(lease.fence_key)
+        if int(await pipe.get(lease.fence_key) or 0) != permit.token:
+            raise permit.refused()
+        return lease.fence_key
+
     async def _delete(self, keys: list[str]) -> None:
         members = [k.encode("utf-8") for k in keys]
-        async with self.errors("delete records"):
-            async with self.client.pipeline(transaction=True) as pipe:
-                pipe.unlink(*(self.record_key(k) for k in keys))
-                for index in self.indexes:
-                    pipe.zrem(index, *members)
-                self.wrote(pipe, members)
-                await pipe.execute()
+
+        def queue(pipe: Any) -> None:
+            pipe.unlink(*(self.record_key(k) for k in keys))
+            for index in self.indexes:
+                pipe.zrem(index, *members)
+            self.wrote(pipe, members)
+
+        await self.commit("delete records", queue)
 
     async def _drop(self) -> None:
         """Delete every record listed in ``ids_key``, then the indexes, a page at a time."""
@@ -171,15 +217,17 @@ class RedisStore(BaseStore):
         while True:
             async with self.errors("drop"):
                 members = await self.client.zrange(self.ids_key, 0, size - 1)
-                if not members:
-                    await self.client.delete(*indexes)
-                    return
-                async with self.client.pipeline(transaction=True) as pipe:
-                    pipe.unlink(*(self._record_prefix + m for m in members))
-                    for index in indexes:
-                        pipe.zrem(index, *members)
-                    self.wrote(pipe, members)
-                    await pipe.execute()
+            if not members:
+                await self.commit("drop", lambda pipe: pipe.delete(*indexes))
+                return
+
+            def queue(pipe: Any, members: list[bytes] = members) -> None:
+                pipe.unlink(*(self._record_prefix + m for m in members))
+                for index in indexes:
+                    pipe.zrem(index, *members)
+                self.wrote(pipe, members)
+
+            await self.commit("drop", queue)
 
     def wrote(self, pipe: Any, members: list[bytes]) -> None:
         """Queues what a store keeps per write at the end of each write's

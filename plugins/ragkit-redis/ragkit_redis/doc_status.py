@@ -22,7 +22,9 @@ generation ahead of the feed's, and ``changes_since`` an older generation is
 it again from there. None of these keys is removed by ``drop``; the feed holds
 one entry per id ever written. ``transition`` is a check-and-set (``WATCH`` the record,
 retry if another client changed it first), so concurrent transitions of one
-document cannot both pass the lifecycle check.
+document cannot both pass the lifecycle check. Writes under the workspace's
+writer lock are fenced (``ragkit_redis._base``); the lease itself is here
+(``ragkit_redis.lease``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any, ClassVar
 
 from ragkit.errors import StoreError
 from ragkit.protocols.base import Capability
+from ragkit.protocols.lease import permit_of
 from ragkit.protocols.doc_status import (
     DocStatusStore,
     StatusRow,
@@ -149,25 +152,28 @@ class RedisDocStatusStore(RedisStore, DocStatusStore):
         pipe.eval(_WROTE, 4, self.generation_key, self.feed_key, self.feed_generation_key, self.feed_from_key, *members)
 
     async def _upsert(self, rows: list[StatusRow]) -> None:
-        async with self.errors("write statuses"):
-            async with self.client.pipeline(transaction=True) as pipe:
-                self._queue_upsert(pipe, rows)
-                await pipe.execute()
+        await self.commit("write statuses", lambda pipe: self._queue_upsert(pipe, rows))
 
     async def _transition(self, id: str, to: DocStatus, error: str | None) -> DocStatusRecord:
-        """The lifecycle check and the write as one check-and-set on the record."""
+        """The lifecycle check and the write as one check-and-set on the record
+        (and, under a Redis lease on this server, on the lease's fencing counter)."""
         from redis.exceptions import WatchError
 
         key = self.record_key(id)
+        permit = permit_of(self.fence)
         async with self.errors("change a status"):
             async with self.client.pipeline(transaction=True) as pipe:
                 for _ in range(_TRANSITION_RETRIES):
                     try:
+                        # A changed counter aborts the EXEC; the next try refuses.
+                        fenced = await self.watch_fence(pipe, permit)
                         await pipe.watch(key)
                         raw = await pipe.get(key)
                         updated = transitioned(id, decode_status(raw) if raw is not None else None, to, error)
                         pipe.multi()
                         self._queue_upsert(pipe, [status_row(updated)])
+                        if fenced is None and permit is not None:
+                            await permit.send()
                         await pipe.execute()
                         return updated
                     except WatchError:

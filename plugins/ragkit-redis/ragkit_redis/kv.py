@@ -2,14 +2,15 @@
 
 Each batch is one round trip: ``upsert`` sends ``MULTI, MSET, ZADD, EXEC``,
 ``delete`` ``MULTI, UNLINK, ZREM, EXEC``, ``get_many`` one ``MGET`` per
-``batch_size`` keys. ``count`` is ``ZCARD`` of the index; ``keys()`` pages the
+``batch_size`` keys. Writes made under the workspace's writer lock are fenced
+(``ragkit_redis._base``: ``WATCH`` of the lease's fencing counter). ``count`` is ``ZCARD`` of the index; ``keys()`` pages the
 index with ``ZRANGEBYLEX`` from the last key seen.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ragkit.protocols.base import Capability
 from ragkit.protocols.kv import KVStore
@@ -32,11 +33,11 @@ class RedisKVStore(RedisStore, KVStore):
         return await self.fetch(keys)
 
     async def _upsert(self, records: dict[str, str]) -> None:
-        async with self.errors("write records"):
-            async with self.client.pipeline(transaction=True) as pipe:
-                pipe.mset({self.record_key(k): v.encode("utf-8") for k, v in records.items()})
-                pipe.zadd(self.ids_key, {k.encode("utf-8"): 0 for k in records})
-                await pipe.execute()
+        def queue(pipe: Any) -> None:
+            pipe.mset({self.record_key(k): v.encode("utf-8") for k, v in records.items()})
+            pipe.zadd(self.ids_key, {k.encode("utf-8"): 0 for k in records})
+
+        await self.commit("write records", queue)
 
     async def _count(self) -> int:
         async with self.errors("count records"):
