@@ -33,7 +33,7 @@ loading settings loads no reader: ``[index]`` and ``[server]`` in
 ``backends.py``, the CLI, the server); the pipeline and the query side are
 handed the typed sections (``tests/core/test_layers.py``).
 
-Why not pydantic-settings: its ``EnvSettingsSource`` was tried (issue 14). It
+Why not pydantic-settings: its ``EnvSettingsSource`` was tried in place of ``_from_env``. It
 reads ``RAGKIT_*`` into a nested dict but needs a subclass for a backend's
 variables (name and options, not fields) and JSON option values, while the
 merge, the sources and the file stay hand-written: 4 more lines than
