@@ -306,6 +306,17 @@ class RAG:
             self._cached_llm = CachedLLM(llm, self.stores.llm_cache, self.index_config.llm_concurrency)
         return self._cached_llm
 
+    @property
+    def home_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop the stores are open on; ``None`` while they are closed."""
+        return self._loops.home
+
+    @property
+    def loop_thread(self) -> LoopThread | None:
+        """The sync API's own loop thread, once a sync method has run; ``None``
+        again after ``close``."""
+        return self._loops.thread
+
     def indexer(self) -> Indexer:
         return Indexer(self.stores, self.llm, self.embedder, self.tokenizer, self.index_config, self.progress)
 

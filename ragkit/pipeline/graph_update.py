@@ -84,6 +84,17 @@ class GraphUpdater:
         self._summarise = True
         self._pace = Pacer()
 
+    @property
+    def entity_fragments(self) -> Mapping[str, Mapping[str, list[Entity]]]:
+        """What the last ``apply`` read, per source chunk: chunk id -> entity
+        key -> its rows there (read-only; tests check rows are held once)."""
+        return self._entities
+
+    @property
+    def relation_fragments(self) -> Mapping[str, Mapping[Pair, list[Relation]]]:
+        """The same for relations: chunk id -> pair -> its rows there."""
+        return self._relations
+
     async def apply(self, changes: Changes, *, summarise: bool = True) -> tuple[int, int]:
         """Returns (entities written or deleted, relations written or deleted).
         ``summarise=False`` stores joined description lines (a deferred summary).

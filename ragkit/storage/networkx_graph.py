@@ -89,6 +89,12 @@ class NetworkXGraphStore(JournaledStore, GraphStore):
     def path(self) -> Path:
         return Path(self.config.working_dir) / self.workspace / "graph" / f"{self.namespace}.json"
 
+    @property
+    def graph(self) -> nx.Graph:
+        """The graph in memory, for tools and tests that look at it the way
+        NetworkX does. Read it only: a change made here is never written."""
+        return self._graph
+
     # -- lifecycle -------------------------------------------------------------
 
     async def _open(self) -> None:

@@ -30,3 +30,9 @@ def journal_good_bytes(store: Any) -> int:
     """Bytes of the current journal read (or written) as whole frames: a torn
     tail after a kill is past this length, and the next append overwrites it."""
     return journaled_file(store)._journal_bytes
+
+
+def vector_rows(store: Any) -> tuple[int, int]:
+    """``(rows in use, rows of them dead)`` in a numpy vector store's matrix: a
+    delete marks rows dead and a compaction drops them, so ``(alive, 0)`` after one."""
+    return store._n, store._dead

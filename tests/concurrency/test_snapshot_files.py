@@ -110,18 +110,18 @@ async def test_a_reader_opening_during_a_compaction_sees_a_whole_state(kind, tmp
     await apply_batch(writer, 3)  # pending: the first append after the compaction
 
     reader = make(kind, tmp_path)
-    read_journal = journaled_file(reader)._read_journal  # noqa: SLF001
+    read_journal = journaled_file(reader)._read_journal  # noqa: SLF001 - race injected at the read seam
 
     def writer_compacts_meanwhile():
         journal = read_journal()
         wf = journaled_file(writer)
         gen = wf.generation + 1
         # What writer.compact() then writer.flush() do, at this very moment:
-        wf._compact(writer._snapshot(gen), gen)  # noqa: SLF001
-        wf._append(writer._encode_changes(list(wf._pending)))  # noqa: SLF001
+        wf._compact(writer._snapshot(gen), gen)  # noqa: SLF001 - the private steps, run mid-read
+        wf._append(writer._encode_changes(list(wf._pending)))  # noqa: SLF001 - the private steps, run mid-read
         return journal
 
-    journaled_file(reader)._read_journal = writer_compacts_meanwhile  # noqa: SLF001
+    journaled_file(reader)._read_journal = writer_compacts_meanwhile  # noqa: SLF001 - race injection
     # The snapshot the writer writes holds batch 3 already (it encodes its memory):
     # the reader sees batches 0-3, whole, with no error.
     await reader.open()

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from ragkit._loop_thread import close_items
+from ragkit._loop_thread import close_items  # the core's own closer, so adapters close as in use
 from ragkit.core.lock import LOCK_FILENAME, FileLease
 from ragkit.plugins import create_model, create_store, get_registry
 from ragkit.plugins.registry import STORE_KINDS, AdapterInfo

@@ -11,7 +11,7 @@ import uuid
 
 import pytest_asyncio
 
-from ragkit._loop_thread import close_items
+from ragkit._loop_thread import close_items  # the core's own closer, so adapters close as in use
 from ragkit.plugins import create_model, create_store, get_registry
 from ragkit.protocols import StoreConfig
 from ragkit.testing.contracts import CrossProtocolContract

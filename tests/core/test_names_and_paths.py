@@ -35,7 +35,7 @@ def test_workspace_and_store_names_must_match_whole(name):
 
 
 def test_plugin_name_rules_reject_a_trailing_newline():
-    redis = pytest.importorskip("ragkit_redis._base")
+    redis = pytest.importorskip("ragkit_redis")
     with pytest.raises(ValidationError, match="key_prefix"):
         redis.RedisOptions(key_prefix="ragkit\n")
     cypher = pytest.importorskip("ragkit_neo4j.cypher")
@@ -45,7 +45,7 @@ def test_plugin_name_rules_reject_a_trailing_newline():
     neo4j = pytest.importorskip("ragkit_neo4j.graph")
     with pytest.raises(ValidationError, match="label_prefix"):
         neo4j.Neo4jOptions(label_prefix="ragkit\n")
-    qdrant = pytest.importorskip("ragkit_qdrant._filter")
+    qdrant = pytest.importorskip("ragkit_qdrant._filter")  # its own key-quoting helper, tested directly
     assert qdrant.json_key("lang") == "lang" and qdrant.json_key("lang\n") == '"lang\n"'
 
 

@@ -31,6 +31,7 @@ from ragkit.errors import ModelError
 from ragkit.protocols.models import ChatRequest
 from ragkit.redact import MASK, redact, register_secret
 from ragkit.testing.http_server import Recorded, Reply
+from ragkit.testing.process_state import registered_secrets_isolated
 
 def plugin_testing(name: str):
     """A model plugin's test servers; only the tests through the real clients need one,
@@ -72,12 +73,10 @@ def test_known_key_shapes_are_masked_anywhere():
 def test_known_values_from_the_caller_the_registry_the_environment_and_the_request(monkeypatch):
     monkeypatch.setenv("MY_SERVICE_TOKEN", "env-token-123456")
     monkeypatch.setenv("SOME_PROXY_URL", "http://carol:url-pass-9876@proxy:3128")
-    register_secret("registered-secret-42")
-    try:
+    with registered_secrets_isolated():
+        register_secret("registered-secret-42")
         text = "echo: env-token-123456 / url-pass-9876 / registered-secret-42 / given-secret-77"
         assert redact(text, secrets=["given-secret-77"]) == f"echo: {MASK} / {MASK} / {MASK} / {MASK}"
-    finally:
-        redact_mod._registered.clear()
 
     class Request:  # what httpx and openai attach to their exceptions
         headers = {"authorization": f"Bearer {PLAIN_KEY}"}
@@ -158,9 +157,9 @@ def test_a_known_secret_is_masked_in_every_encoding(form, known, monkeypatch):
     if known == "given":
         assert redact(text, secrets=[ODD]) == expected
     elif known == "registered":
-        monkeypatch.setattr(redact_mod, "_registered", set())
-        register_secret(ODD)
-        assert redact(text) == expected
+        with registered_secrets_isolated():
+            register_secret(ODD)
+            assert redact(text) == expected
     elif known == "environment":
         monkeypatch.setenv("UPSTREAM_API_KEY", ODD)
         assert redact(text) == expected
@@ -212,6 +211,7 @@ def test_ordinary_text_and_other_encodings_are_left_alone():
 
 def test_the_pattern_for_a_set_of_secrets_is_built_once():
     redact("warm up", secrets=["cached-secret-123"])
+    # The private helper's own cache is what this test is about: no public surface shows it.
     before = redact_mod._pattern.cache_info()
     for _ in range(3):
         redact("an error", secrets=["cached-secret-123"])

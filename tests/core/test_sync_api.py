@@ -198,14 +198,14 @@ def test_close_stops_the_loop_thread_and_a_later_call_reopens(tmp_path):
     opens = count_opens(rag)
     rag.insert(TEXTS)
     first = snapshot(rag.query(QUESTION))
-    thread = rag._loops.thread
+    thread = rag.loop_thread
     assert thread is not None and thread.alive and threading.active_count() > before
     rag.close()
     assert not thread.alive and threading.active_count() <= before  # its executor's threads too
     rag.close()  # twice is harmless
     assert snapshot(rag.query(QUESTION)) == first  # reopens, on a new loop thread
     assert set(opens.values()) == {2}
-    second = rag._loops.thread
+    second = rag.loop_thread
     rag.close()
     assert second is not thread and not second.alive
 
@@ -213,9 +213,9 @@ def test_close_stops_the_loop_thread_and_a_later_call_reopens(tmp_path):
 def test_the_with_block_closes(tmp_path):
     with make_rag(tmp_path) as rag:
         rag.insert(TEXTS)
-        thread = rag._loops.thread
+        thread = rag.loop_thread
         assert thread is not None and thread.alive
-    assert not thread.alive and rag._loops.home is None and rag._loops.thread is None
+    assert not thread.alive and rag.home_loop is None and rag.loop_thread is None
     with make_rag(tmp_path) as again:
         assert again.status()["processed"] == len(TEXTS)
 

@@ -24,6 +24,7 @@ from ragkit.offline.answer import BYPASS, NOTICE_EN, NOTICE_ZH
 from ragkit.protocols import ChatRequest
 from ragkit.query.answer import build_answer_request, build_bypass_request
 from ragkit.query.keywords import parse_keywords
+from ragkit.testing.process_state import offline_notice_unsent
 
 CONTEXT = "\n".join([
     "-----Entities (knowledge graph)-----",
@@ -177,14 +178,8 @@ def test_answer_sentences_option_limits_the_answer():
 
 
 def test_notice_once_prints_once(capsys):
-    import ragkit.offline as offline
-
-    before = offline._noticed
-    offline._noticed = False
-    try:
+    with offline_notice_unsent():
         assert notice_once() is True
         assert notice_once() is False
-    finally:
-        offline._noticed = before or offline._noticed
     err = capsys.readouterr().err
     assert err.count(NOTICE) == 1 and 'name = "openai"' in err and "ollama" in err

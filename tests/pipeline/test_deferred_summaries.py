@@ -98,7 +98,7 @@ async def test_run_cut_short_between_batches_is_valid_and_finished_next_run(tmp_
     async with rag:
         indexer = rag.indexer()
 
-        recovery = indexer._finish_summaries
+        recovery = indexer._finish_summaries  # fault injection: the private step a kill interrupts
         runs: list[int] = []
 
         async def killed() -> None:  # the process dies before the final pass (not recovery's)
@@ -107,7 +107,7 @@ async def test_run_cut_short_between_batches_is_valid_and_finished_next_run(tmp_
                 raise SystemExit("killed")
             await recovery()
 
-        indexer._finish_summaries = killed  # type: ignore[method-assign]
+        indexer._finish_summaries = killed  # type: ignore[method-assign]  # the kill, injected
         with pytest.raises(SystemExit):
             await indexer.insert(eu_cluster)
         records = await rag.stores.doc_status.get([d.id for d in eu_cluster])

@@ -34,8 +34,8 @@ async def test_a_recurring_row_is_held_once_and_the_state_is_unchanged(tmp_path)
         entity, pair = "climate dynamics", ("climate dynamics", "springer")
         await updater.apply(Changes(entities={entity, "springer"}, relations={pair}))
         assert await store_snapshot(rag.stores) == before  # recomputed from the fragments: the same graph
-        rows = [per_key[entity][0] for per_key in updater._entities.values() if entity in per_key]
-        edges = [per_pair[pair][0] for per_pair in updater._relations.values() if pair in per_pair]
+        rows = [per_key[entity][0] for per_key in updater.entity_fragments.values() if entity in per_key]
+        edges = [per_pair[pair][0] for per_pair in updater.relation_fragments.values() if pair in per_pair]
         assert len(rows) == len(edges) == 3  # one fragment from each source chunk...
         assert all(row is rows[0] for row in rows) and all(edge is edges[0] for edge in edges)  # ...one object
         node = await rag.stores.graph.get_node(entity)

@@ -232,7 +232,7 @@ def test_a_file_that_vanishes_after_listing_fails_and_the_rest_load(tmp_path, mo
     write(tmp_path / "a.txt", "first")
     write(tmp_path / "b.txt", "second")
     write(tmp_path / "c.txt", "third")
-    real = load_mod._read_bytes
+    real = load_mod._read_bytes  # the private read seam, wrapped to make the race deterministic
 
     def read_and_delete_the_next(path: Path) -> bytes:
         if path.name == "a.txt":
@@ -262,7 +262,7 @@ def test_a_file_that_vanishes_mid_read_fails(tmp_path, monkeypatch):
 
 def test_a_file_that_changes_once_is_read_again(tmp_path, monkeypatch):
     path = write(tmp_path / "growing.txt", "part one")
-    real = load_mod._read_bytes
+    real = load_mod._read_bytes  # the private read seam, wrapped to make the race deterministic
     calls: list[int] = []
 
     def grows_during_first_read(p: Path) -> bytes:
@@ -283,7 +283,7 @@ def test_a_file_that_changes_once_is_read_again(tmp_path, monkeypatch):
 def test_a_file_that_keeps_changing_fails(tmp_path, monkeypatch):
     path = write(tmp_path / "busy.log", "line\n")
     write(tmp_path / "calm.txt", "calm")
-    real = load_mod._read_bytes
+    real = load_mod._read_bytes  # the private read seam, wrapped to make the race deterministic
 
     def always_growing(p: Path) -> bytes:
         data = real(p)
@@ -303,7 +303,7 @@ def test_a_file_that_keeps_changing_fails(tmp_path, monkeypatch):
 def test_a_replaced_file_is_read_again(tmp_path, monkeypatch):
     """An editor saving atomically swaps the inode; the second read sees the new file."""
     path = write(tmp_path / "doc.md", "old version")
-    real = load_mod._read_bytes
+    real = load_mod._read_bytes  # the private read seam, wrapped to make the race deterministic
     calls: list[int] = []
 
     def replaced_during_first_read(p: Path) -> bytes:
@@ -322,7 +322,7 @@ def test_a_replaced_file_is_read_again(tmp_path, monkeypatch):
 def test_permission_denied_fails_and_the_run_goes_on(tmp_path, monkeypatch):
     write(tmp_path / "secret.txt", "secret")
     write(tmp_path / "open.txt", "open")
-    real = load_mod._read_bytes
+    real = load_mod._read_bytes  # the private read seam, wrapped to make the race deterministic
 
     def refuse_secret(p: Path) -> bytes:
         if p.name == "secret.txt":

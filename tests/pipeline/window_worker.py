@@ -75,7 +75,7 @@ async def run(workdir: Path, window: int, kill: str | None) -> dict:
 
         rag.stores.flush = flush_then_maybe_die  # type: ignore[method-assign]
         report = await rag.indexer().insert(documents())
-        stats = rag._cached_llm.stats.as_dict() if rag._cached_llm else {}
+        stats = rag.llm.stats.as_dict()  # indexer() built the cached LLM
     return {
         "events": events,
         "processed": report.processed,

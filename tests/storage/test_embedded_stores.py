@@ -32,6 +32,7 @@ from ragkit.storage import (
     SQLiteKVStore,
 )
 from ragkit.storage import snapshot_journal as journal_file
+from ragkit.testing.store_files import vector_rows
 
 DIM = 8
 DEAD_PID = 99_999_999  # above any pid_max: no such process
@@ -174,7 +175,7 @@ async def test_kv_file_layout_and_pragmas(tmp_path):
             assert conn.execute("SELECT key, value FROM kv").fetchall() == [("a", '{"x": 1}')]
         finally:
             conn.close()
-        synchronous = kv._db.fetchone("PRAGMA synchronous")[0]  # noqa: SLF001
+        synchronous = kv.db.fetchone("PRAGMA synchronous")[0]
         assert synchronous == 1  # NORMAL
     assert not (tmp_path / "w2").exists()
 
@@ -183,7 +184,7 @@ async def test_kv_options(tmp_path):
     store = SQLiteKVStore(cfg(tmp_path, options={"synchronous": "full"}))
     assert store.options.synchronous == "FULL"
     async with store:
-        assert store._db.fetchone("PRAGMA synchronous")[0] == 2  # noqa: SLF001
+        assert store.db.fetchone("PRAGMA synchronous")[0] == 2
     with pytest.raises(ConfigError):
         SQLiteKVStore(cfg(tmp_path, options={"synchronous": "OFF"}))
     with pytest.raises(ConfigError):
@@ -527,7 +528,7 @@ async def test_vectors_delete_compacts_and_persists(tmp_path):
     async with NumpyVectorStore(vcfg(tmp_path)) as store:
         await store.upsert(ids, vecs)
         await store.delete(ids[: n - 100])
-        assert store._n == 100 and store._dead == 0  # noqa: SLF001 - compacted
+        assert vector_rows(store) == (100, 0)  # compacted
         await store.delete(["v4999", "v4999", "never"])
         assert await store.count() == 99
         hits = await store.query(vecs[4950], 1)
@@ -602,7 +603,7 @@ async def test_graph_degree_counts_self_loop_once(tmp_path):
     async with NetworkXGraphStore(cfg(tmp_path)) as g:
         await g.upsert_edges([("a", "a", {}), ("b", "a", {"w": 1}), ("a", "c", {})])
         assert await g.degrees(["a", "b", "c", "zzz"]) == [3, 1, 1, 0]
-        assert g._graph.degree("a") == 4  # noqa: SLF001 - what networkx would say
+        assert g.graph.degree("a") == 4  # what networkx would say
         assert await g.edge_count() == 3
         assert await g.nodes_edges(["a", "zzz"]) == [[("a", "a"), ("a", "b"), ("a", "c")], None]
         assert await g.edge_degrees([("a", "b")]) == [4]

@@ -30,6 +30,7 @@ import pytest
 
 from ragkit.protocols.base import StoreConfig
 from ragkit.storage import NetworkXGraphStore, NumpyVectorStore
+from ragkit.testing.store_files import journaled_file
 
 N = 60_000
 GAP_SHARE = 0.3
@@ -95,7 +96,7 @@ async def test_writes_during_a_large_flush_wait_for_its_encoding(kind, tmp_path)
     await asyncio.sleep(0.005)  # the flush is encoding in its thread
     await fill(store, 1000, start=N)  # waits for the encoding, then lands in the next flush
     await flushing
-    assert store._file.dirty  # noqa: SLF001
+    assert journaled_file(store).dirty
     await store.close()
     again = make(kind, tmp_path)
     await again.open()

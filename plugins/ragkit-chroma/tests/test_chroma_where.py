@@ -14,7 +14,7 @@ import pytest
 
 from ragkit.errors import InvalidValueError
 from ragkit.protocols.vector import matches_filter
-from ragkit_chroma._where import NO_MATCH, to_where
+from ragkit_chroma._where import NO_MATCH, to_where  # the module under test
 
 # Chroma 1.5 warns whenever it reads a collection made with no embedding function,
 # which is exactly what ragkit wants (it always passes embeddings).

@@ -156,6 +156,12 @@ class Neo4jGraphStore(GraphStore):
         assert shared.info is not None
         return shared.info
 
+    @property
+    def driver(self) -> Any:
+        """The neo4j async driver (after ``open()``), shared with the other
+        stores of this loop, for tools and tests that query the graph directly."""
+        return self._conn().driver
+
     def _conn(self) -> _server.SharedDriver:
         """The shared driver (from ``open()`` on); the protocol's methods run
         only on an open store, this guards the extras (``server``, ``ensure_schema``)."""

@@ -68,7 +68,8 @@ def bolt_runs():
 
 async def raw(store: Neo4jGraphStore, query: str) -> list[list]:
     """A parameterless query through the store's own driver."""
-    return await store._read("run a test query", query, {})
+    async with store.driver.session(database=store.options.database, fetch_size=-1) as session:
+        return await (await session.run(query)).values()
 
 
 # -- what the server is --------------------------------------------------------------------
@@ -82,9 +83,8 @@ async def test_server_capabilities_are_probed_not_read_from_the_agent(graph):
     Troubleshoot: see ``_server.probe``; force with ``query_values``.
     """
     info = graph.server
-    shared = graph._conn()
     try:
-        async with shared.driver.session() as session:
+        async with graph.driver.session() as session:
             record = await (await session.run("RETURN $p AS v", {"p": "it's"})).single()
         params_work = record["v"] == "it's"
     except Exception:

@@ -36,7 +36,7 @@ from ragkit.rag import RAG  # noqa: E402
 from ragkit.settings import Settings  # noqa: E402
 from ragkit.testing import HashEmbedder  # noqa: E402
 from ragkit.testing.snapshot import store_snapshot  # noqa: E402
-from ragkit_postgres._db import _CURRENT  # noqa: E402
+from ragkit_postgres._db import _CURRENT  # noqa: E402 - the open transaction, to kill inside a commit
 
 DIMENSION = 32
 PLAN = (slice(0, 24), slice(18, 30))

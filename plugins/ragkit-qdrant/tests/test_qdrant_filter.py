@@ -16,7 +16,7 @@ from qdrant_client import models
 from ragkit.errors import InvalidValueError
 from ragkit.protocols import StoreConfig
 from ragkit.protocols.vector import matches_filter
-from ragkit_qdrant._filter import NO_MATCH, WORKSPACE_KEY, json_key, to_filter
+from ragkit_qdrant._filter import NO_MATCH, WORKSPACE_KEY, json_key, to_filter  # the module under test
 from ragkit_qdrant.store import QdrantVectorStore
 
 

@@ -23,7 +23,7 @@ from ragkit.errors import ConfigError, DimensionMismatchError, InvalidValueError
 from ragkit.protocols import StoreConfig
 from ragkit.testing.contracts.options import contract_options
 from ragkit_qdrant import store as store_module
-from ragkit_qdrant._filter import ID_KEY, WORKSPACE_KEY
+from ragkit_qdrant._filter import ID_KEY, WORKSPACE_KEY  # the payload keys, to read points as stored
 from ragkit_qdrant.store import ID_NAMESPACE, QdrantVectorStore, point_id
 
 
@@ -159,7 +159,7 @@ async def test_requests_are_batched(opened):
     waited for), and get/delete are chunked the same way."""
     store = await opened(batch_size=100)
     recorder = Recorder(store.client)
-    store._client = recorder
+    store._client = recorder  # a spy around the real client: no public seam swaps the client
     ids = [f"id{i:03d}" for i in range(250)]
     await store.upsert(ids, rows(250), [{"i": i} for i in range(250)])
     assert recorder.sizes("upsert", "points") == [100, 100, 50]
@@ -170,7 +170,7 @@ async def test_requests_are_batched(opened):
     await store.delete(ids[:230])
     assert recorder.sizes("delete", "points_selector") == [100, 100, 30]
     assert sorted([i async for i in store.ids()]) == ids[230:]
-    store._client = recorder.client
+    store._client = recorder.client  # the real client back
 
 
 # -- workspaces, persistence ------------------------------------------------------------------

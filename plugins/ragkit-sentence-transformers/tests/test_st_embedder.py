@@ -156,7 +156,7 @@ async def test_the_model_loads_once_per_process(minilm_folder):
 
     def first_use(adapter):
         barrier.wait()
-        return adapter._loaded()
+        return adapter._loaded()  # the private loader: its result shows which shared load served it
 
     results = await asyncio.gather(*(asyncio.to_thread(first_use, a) for a in adapters))
     assert len({id(r.model) for r in results}) == 1
