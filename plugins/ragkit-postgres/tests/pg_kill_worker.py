@@ -1,4 +1,4 @@
-"""Child process for ``test_kill9.py``: index MuSiQue passages into an
+"""Child process for ``test_pg_kill9.py``: index MuSiQue passages into an
 all-PostgreSQL workspace, and SIGKILL itself in the middle of a commit.
 
 Usage: ``python pg_kill_worker.py DSN WORKSPACE OUT_DIR [--kill TARGET/N/WHEN] [--resume]``
