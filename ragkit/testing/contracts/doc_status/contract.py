@@ -10,13 +10,14 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from ragkit.access import AccessList
-from ragkit.errors import InvalidTransitionError, StoreClosedError
+from ragkit.errors import InvalidTransitionError
 from ragkit.protocols.base import Capability
 from ragkit.protocols.doc_status import DocStatusStore
 from ragkit.schema import ALLOWED_TRANSITIONS, DocStatus, DocStatusRecord
 from ragkit.testing.contracts.base.checks import checks
 from ragkit.testing.contracts.base.contract import StoreContractBase, contract, needs, reopened, sibling
 from ragkit.testing.contracts.base.fencing import FencingTests
+from ragkit.testing.contracts.base.lifecycle import ClosedStoreTests
 from ragkit.testing.contracts.doc_status.changes import DocStatusChangesTests, DocStatusGenerationTests
 from ragkit.testing.contracts.doc_status.edge_cases import DocStatusEdgeCaseTests
 from ragkit.testing.contracts.doc_status.machine import DocStatusStateMachineTests
@@ -339,37 +340,6 @@ class DocStatusTransitionTests:
 
 
 class DocStatusLifecycleTests:
-    @checks("store.closed.raises")
-    async def test_closed_store_raises_store_closed_error(self, adapter):
-        """Using a store before ``open()`` or after ``close()`` raises
-        ``StoreClosedError``; ``async with`` opens and closes it; a closed store
-        opens again (and two instances are never open at once here).
-
-        Troubleshoot: the protocol's public methods check this; a store that
-        fails here replaces one (``@bypass_template``) without ``self._check_open()``
-        first, or its ``_open``/``_close`` hooks leave a connection half made.
-        """
-        never_opened = type(adapter)(adapter.config)
-        with pytest.raises(StoreClosedError):
-            await never_opened.counts()
-        with pytest.raises(StoreClosedError):
-            await never_opened.upsert([record("a")])
-        await adapter.close()
-        assert not adapter.is_open
-        with pytest.raises(StoreClosedError):
-            await adapter.get(["a"])
-        with pytest.raises(StoreClosedError):
-            await adapter.list_page()
-        async with type(adapter)(adapter.config) as opened:
-            assert opened.is_open
-            await opened.upsert([record("a")])
-            await opened.drop()
-        assert not opened.is_open
-        with pytest.raises(StoreClosedError):
-            await opened.counts()
-        await adapter.open()
-        assert adapter.is_open and await adapter.count() == 0
-
     @checks("store.drop.scoped")
     async def test_drop_and_isolation(self, adapter):
         """``drop()`` empties this store only and leaves it usable; other
@@ -448,6 +418,7 @@ class DocStatusStoreContract(
     DocStatusStateMachineTests,
     DocStatusEdgeCaseTests,
     FencingTests,
+    ClosedStoreTests,
     DocStatusChangesTests,
     DocStatusGenerationTests,
     DocStatusConcurrencyTests,

@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from ragkit.errors import InvalidValueError, StoreClosedError
+from ragkit.errors import InvalidValueError
 from ragkit.protocols.base import Capability
 from ragkit.protocols.graph import GraphStore, edge_key
 from ragkit.testing.contracts.base.checks import checks
@@ -22,6 +22,7 @@ from ragkit.testing.contracts.base.contract import (
     sibling,
 )
 from ragkit.testing.contracts.base.fencing import FencingTests
+from ragkit.testing.contracts.base.lifecycle import ClosedStoreTests
 from ragkit.testing.contracts.graph.edge_cases import GraphEdgeCaseTests
 from ragkit.testing.contracts.graph.machine import GraphStateMachineTests
 from ragkit.testing.contracts.graph.query import GraphQueryTests, GraphScanAndCountTests, assert_degrees, all_edges, all_nodes
@@ -403,37 +404,6 @@ class GraphDropAndIsolationTests:
 
 
 class GraphLifecycleTests:
-    @checks("store.closed.raises")
-    async def test_closed_store_raises_store_closed_error(self, adapter):
-        """Using a store before ``open()`` or after ``close()`` raises
-        ``StoreClosedError``; ``async with`` opens and closes it; a closed store
-        opens again (and two instances are never open at once here).
-
-        Troubleshoot: the protocol's public methods check this; a store that
-        fails here replaces one (``@bypass_template``) without ``self._check_open()``
-        first, or its ``_open``/``_close`` hooks leave a connection half made.
-        """
-        never_opened = type(adapter)(adapter.config)
-        with pytest.raises(StoreClosedError):
-            await never_opened.node_count()
-        with pytest.raises(StoreClosedError):
-            await never_opened.upsert_node("a", {})
-        await adapter.close()
-        assert not adapter.is_open
-        with pytest.raises(StoreClosedError):
-            await adapter.get_nodes(["a"])
-        with pytest.raises(StoreClosedError):
-            await collect(adapter.edges())
-        async with type(adapter)(adapter.config) as opened:
-            assert opened.is_open
-            await opened.upsert_edge("a", "b", {})
-            await opened.drop()
-        assert not opened.is_open
-        with pytest.raises(StoreClosedError):
-            await opened.edge_count()
-        await adapter.open()
-        assert adapter.is_open and await adapter.node_count() == 0
-
     @needs(Capability.PERSISTENT)
     @checks("store.close.durable")
     async def test_data_survives_close_and_reopen(self, adapter):
@@ -489,6 +459,7 @@ class GraphStoreContract(
     GraphStateMachineTests,
     GraphEdgeCaseTests,
     FencingTests,
+    ClosedStoreTests,
     GraphConcurrencyTests,
     GraphLifecycleTests,
     GraphDropAndIsolationTests,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ragkit.errors import InvalidValueError, StoreClosedError
+from ragkit.errors import InvalidValueError
 from ragkit.protocols.base import Capability
 from ragkit.protocols.kv import KVStore
 from ragkit.testing.contracts.base.checks import checks
@@ -23,6 +23,7 @@ from ragkit.testing.contracts.base.contract import (
     sibling,
 )
 from ragkit.testing.contracts.base.fencing import FencingTests
+from ragkit.testing.contracts.base.lifecycle import ClosedStoreTests
 from ragkit.testing.contracts.kv.edge_cases import KVEdgeCaseTests
 from ragkit.testing.contracts.kv.machine import KVStateMachineTests
 
@@ -398,37 +399,6 @@ class KVUnicodeAndSizeTests:
 
 
 class KVLifecycleTests:
-    @checks("store.closed.raises")
-    async def test_closed_store_raises_store_closed_error(self, adapter):
-        """Using a store before ``open()`` or after ``close()`` raises
-        ``StoreClosedError``; ``async with`` opens and closes it; a closed store
-        opens again (and two instances are never open at once here).
-
-        Troubleshoot: the protocol's public methods check this; a store that
-        fails here replaces one (``@bypass_template``) without ``self._check_open()``
-        first, or its ``_open``/``_close`` hooks leave a connection half made.
-        """
-        never_opened = type(adapter)(adapter.config)
-        with pytest.raises(StoreClosedError):
-            await never_opened.count()
-        with pytest.raises(StoreClosedError):
-            await never_opened.upsert({"a": {}})
-        await adapter.close()
-        assert not adapter.is_open
-        with pytest.raises(StoreClosedError):
-            await adapter.get_many(["a"])
-        with pytest.raises(StoreClosedError):
-            await collect(adapter.keys())
-        async with type(adapter)(adapter.config) as opened:
-            assert opened.is_open
-            await opened.upsert({"a": {"v": 1}})
-            await opened.drop()
-        assert not opened.is_open
-        with pytest.raises(StoreClosedError):
-            await opened.count()
-        await adapter.open()
-        assert adapter.is_open and await adapter.count() == 0
-
     @needs(Capability.PERSISTENT)
     @checks("store.close.durable")
     async def test_data_survives_close_and_reopen(self, adapter):
@@ -485,6 +455,7 @@ class KVStoreContract(
     KVStateMachineTests,
     KVEdgeCaseTests,
     FencingTests,
+    ClosedStoreTests,
     KVConcurrencyTests,
     KVLifecycleTests,
     KVUnicodeAndSizeTests,

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragkit.errors import DimensionMismatchError, InvalidValueError, StoreClosedError
+from ragkit.errors import DimensionMismatchError, InvalidValueError
 from ragkit.protocols.base import Capability
 from ragkit.protocols.vector import VectorStore
 from ragkit.testing.contracts.base.checks import checks
@@ -28,6 +28,7 @@ from ragkit.testing.contracts.base.contract import (
     sibling,
 )
 from ragkit.testing.contracts.base.fencing import FencingTests
+from ragkit.testing.contracts.base.lifecycle import ClosedStoreTests
 from ragkit.testing.contracts.vector.edge_cases import VectorEdgeCaseTests
 from ragkit.testing.contracts.vector.machine import VectorStateMachineTests
 from ragkit.testing.contracts.vector.query import (
@@ -446,38 +447,6 @@ class VectorDropAndIsolationTests:
 
 
 class VectorLifecycleTests:
-    @checks("store.closed.raises")
-    async def test_closed_store_raises_store_closed_error(self, adapter):
-        """Using a store before ``open()`` or after ``close()`` raises
-        ``StoreClosedError``; ``async with`` opens and closes it; a closed store
-        opens again (and two instances are never open at once here).
-
-        Troubleshoot: the protocol's public methods check this; a store that
-        fails here replaces one (``@bypass_template``) without ``self._check_open()``
-        first, or its ``_open``/``_close`` hooks leave a connection half made.
-        """
-        d = adapter.dimension
-        never_opened = type(adapter)(adapter.config)
-        with pytest.raises(StoreClosedError):
-            await never_opened.query(unit(d, 1), 1)
-        with pytest.raises(StoreClosedError):
-            await never_opened.upsert(["a"], [unit(d, 1)])
-        await adapter.close()
-        assert not adapter.is_open
-        with pytest.raises(StoreClosedError):
-            await adapter.get(["a"])
-        with pytest.raises(StoreClosedError):
-            await collect(adapter.ids())
-        async with type(adapter)(adapter.config) as opened:
-            assert opened.is_open
-            await opened.upsert(["a"], [unit(d, 1)])
-            await opened.drop()
-        assert not opened.is_open
-        with pytest.raises(StoreClosedError):
-            await opened.count()
-        await adapter.open()
-        assert adapter.is_open and await adapter.count() == 0
-
     @needs(Capability.PERSISTENT)
     @checks("store.close.durable")
     async def test_data_survives_close_and_reopen(self, adapter):
@@ -539,6 +508,7 @@ class VectorStoreContract(
     VectorStateMachineTests,
     VectorEdgeCaseTests,
     FencingTests,
+    ClosedStoreTests,
     VectorConcurrencyTests,
     VectorLifecycleTests,
     VectorDropAndIsolationTests,
