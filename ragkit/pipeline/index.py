@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 from ragkit.core import heap
 from ragkit.core.llm_cache import CachedLLM
-from ragkit.core.pacing import Pacer
+from ragkit.core.pacing import Pacer, in_writer_thread
 from ragkit.core.stores import Stores, writes
 from ragkit.core.text import clean, record_problem
 from ragkit.errors import ExtractionError, public_message
@@ -249,7 +249,7 @@ class Indexer:
                 return outcome
             # In a worker thread: tiktoken encodes a large document in one
             # call, which would hold the loop (it releases the GIL meanwhile).
-            outcome.chunks = await asyncio.to_thread(self.chunker.chunk, doc)
+            outcome.chunks = await in_writer_thread(self.chunker.chunk, doc)
             if len(outcome.chunks) > self.config.window_chunks:
                 chunks, outcome.chunks = outcome.chunks, []
                 async with self._large:
@@ -261,7 +261,7 @@ class Indexer:
                 await asyncio.gather(*(self._extract_chunk(c, cache_space(doc)) for c in outcome.chunks))
             )
             self.progress("chunks_extracted", len(outcome.chunks))
-            problem = await asyncio.to_thread(unstorable, outcome.extractions)  # a pure check, seconds on a large document
+            problem = await in_writer_thread(unstorable, outcome.extractions)  # a pure check, seconds on a large document
             if problem:
                 raise _unstorable_error(problem)
         except Exception as exc:  # one bad document must not stop the run
@@ -278,7 +278,7 @@ class Indexer:
         (``chunks`` given, or streamed from its text); returns the chunk count."""
         # Chunking the text (to plan the ids, then window by window) runs in a
         # worker thread: a segment is a million characters for tiktoken.
-        ids = [c.id for c in chunks] if chunks is not None else await asyncio.to_thread(
+        ids = [c.id for c in chunks] if chunks is not None else await in_writer_thread(
             plan_chunk_ids, self.chunker, doc, self.segment_chars
         )
         done = self._resume.pop(doc.id, 0)
@@ -308,7 +308,7 @@ class Indexer:
         if end <= done:  # committed before the run was cut short
             return
         extractions = list(await asyncio.gather(*(self._extract_one(c, cache_space(doc)) for c in window)))
-        problem = await asyncio.to_thread(unstorable, extractions)
+        problem = await in_writer_thread(unstorable, extractions)
         if problem:
             raise _unstorable_error(problem)
         async with self._commit_lock, self.stores.atomic():
@@ -472,7 +472,7 @@ class Indexer:
             (doc,) = await self.stores.full_docs.get_many([rec.id])
             if doc is None:
                 continue
-            again = await asyncio.to_thread(plan_chunk_ids, self.chunker, _stored_doc(rec.id, doc), self.segment_chars)
+            again = await in_writer_thread(plan_chunk_ids, self.chunker, _stored_doc(rec.id, doc), self.segment_chars)
             if again[:mark] == rec.chunk_ids[:mark]:
                 out[rec.id] = mark
         return out
@@ -556,14 +556,14 @@ class Indexer:
                 continue
             (doc,) = await self.stores.full_docs.get_many([rec.id])
             if doc is not None:
-                out += await asyncio.to_thread(plan_chunk_ids, self.chunker, _stored_doc(rec.id, doc), self.segment_chars)
+                out += await in_writer_thread(plan_chunk_ids, self.chunker, _stored_doc(rec.id, doc), self.segment_chars)
         return list(dict.fromkeys(out))
 
 
 async def _next_chunk(stream: Iterator[Chunk], chunking: bool) -> Chunk | None:
     """The next chunk, ``None`` at the end; computed in a worker thread when the
     stream chunks the text as it goes (``chunking``)."""
-    return await asyncio.to_thread(next, stream, None) if chunking else next(stream, None)
+    return await in_writer_thread(next, stream, None) if chunking else next(stream, None)
 
 
 def unstorable(extractions: Sequence[ChunkExtraction]) -> str | None:
