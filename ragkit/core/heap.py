@@ -35,8 +35,6 @@ from ragkit.core.pacing import Pacer
 
 __all__ = ["freezing_survivors", "release", "thaw"]
 
-RELEASE_STEP = 16
-"""Items dropped between two looks at the clock (``Pacer``)."""
 
 _holders = 0
 _guard = threading.Lock()
@@ -78,6 +76,6 @@ async def release(*containers: list[Any] | dict[Any, Any] | set[Any], pace: Pace
     for container in containers:
         pop = container.popitem if isinstance(container, dict) else container.pop
         while container:
-            for _ in range(min(RELEASE_STEP, len(container))):
-                pop()
-            await pace()
+            pop()  # an item at a time: one may be large (a document's extractions)
+            if pace.due():
+                await pace()
