@@ -66,6 +66,9 @@ WRITE_PAGE = 16
 writing a page is one slice of the loop's time."""
 
 
+DOC_PAGE_CHARS = 1 << 20
+"""Characters of document text per ``full_docs`` write when a run starts."""
+
 CHUNK_SLOTS_PER_CALL = 4
 """Chunks whose extraction has started, per concurrent LLM call."""
 
@@ -172,9 +175,17 @@ class Indexer:
         self.progress("documents_unchanged", len(report.skipped) - skipped)
         await self.stores.doc_status.upsert(relisted)
         now = utcnow()
-        await self.stores.full_docs.upsert(
-            {d.id: _doc_record(d) for d in todo}
-        )
+        # A page of about DOC_PAGE_CHARS at a time: one store call encodes its
+        # whole page on the loop (50 documents of 200 chunks: 291 ms in one).
+        page: dict[str, dict] = {}
+        size = 0
+        for d in todo:
+            page[d.id] = _doc_record(d)
+            size += len(d.content)
+            if size >= DOC_PAGE_CHARS:
+                await self.stores.full_docs.upsert(page)
+                page, size = {}, 0
+        await self.stores.full_docs.upsert(page)
         await self.stores.doc_status.upsert(
             DocStatusRecord(
                 id=d.id, status=DocStatus.PENDING, created_at=now, updated_at=now,
