@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -44,6 +45,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from index_latency import LoopLag  # noqa: E402
+from loop_watchdog import LoopWatchdog  # noqa: E402
 
 OUT = HERE / "results" / "loop_lag.json"
 
@@ -123,7 +125,8 @@ async def index(args: argparse.Namespace, documents: list[Any], working_dir: Pat
     complete = True
     async with rag:
         started = time.perf_counter()
-        with LoopLag() as lag:
+        dog = LoopWatchdog(threshold=0.1) if args.watchdog else contextlib.nullcontext()
+        with LoopLag() as lag, dog:
             try:
                 _, report = await asyncio.wait_for(rag.ainsert(documents=documents), args.seconds)
                 chunks = report.chunks
@@ -131,6 +134,8 @@ async def index(args: argparse.Namespace, documents: list[Any], working_dir: Pat
                 complete, chunks = False, None
         seconds = time.perf_counter() - started
         samples = sorted(lag.samples)
+    if args.watchdog:
+        args.watchdog.write_text(json.dumps(dog.report(), indent=1) + "\n")
     return {
         "complete": complete, "insert_s": round(seconds, 1), "chunks": chunks,
         "chunks_extracted": events["chunks_extracted"], "documents_committed": events["documents_committed"],
@@ -182,6 +187,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3600.0, help="bound on the run")
     parser.add_argument("--label", default="after")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--watchdog", type=Path, help="write the loop's stalls over 100 ms, with their stacks, here")
     args = parser.parse_args()
 
     documents = build_documents(args.docs, args.chunks, args.chunk_size, args.overlap)

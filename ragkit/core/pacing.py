@@ -22,12 +22,27 @@ last had its turn, and then yields once (``asyncio.sleep(0)``), so waiting
 requests and timers run between two slices. One ``Pacer`` per sequence of
 work: concurrent tasks must not share one (each would find the slice used up
 by the others and none would do a whole slice).
+
+The writer's calls to a worker thread go to threads of its own
+(``in_writer_thread``), not to the loop's default executor: that one has
+``cpu_count + 4`` threads (6 on two cores), and a folder of documents queued
+there (one chunking per document in flight, 32 by default) would make a
+request's own thread work (a query's context, its JSON) wait behind all of
+it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
 
 SLICE = 0.01
 """Seconds of work between two turns of the loop: the most one slice delays a
@@ -41,7 +56,35 @@ class Pacer:
         self.slice = slice
         self._since = time.perf_counter()
 
+    def due(self) -> bool:
+        """Whether the slice is used up: a loop whose items are small checks
+        this instead of awaiting per item (``await pace()`` costs a coroutine)."""
+        return time.perf_counter() - self._since >= self.slice
+
     async def __call__(self) -> None:
-        if time.perf_counter() - self._since >= self.slice:
+        if self.due():
             await asyncio.sleep(0)
             self._since = time.perf_counter()
+
+
+WRITER_THREADS = 2
+"""Threads for the writer's pure work: as many as this machine class has
+cores; more only queue for the GIL (a check of extractions holds it)."""
+
+_writer_pool: ThreadPoolExecutor | None = None
+_writer_guard = threading.Lock()
+
+
+def _writer_threads() -> ThreadPoolExecutor:
+    global _writer_pool
+    with _writer_guard:
+        if _writer_pool is None:
+            _writer_pool = ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="ragkit-writer")
+        return _writer_pool
+
+
+async def in_writer_thread(fn: Callable[..., T], /, *args: object) -> T:
+    """``asyncio.to_thread`` on the writer's own threads (see above): the
+    default executor stays free for the requests' work."""
+    call = functools.partial(contextvars.copy_context().run, fn, *args)
+    return await asyncio.get_running_loop().run_in_executor(_writer_threads(), call)

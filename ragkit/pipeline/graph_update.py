@@ -25,6 +25,7 @@ import numpy as np
 from ragkit import ids
 from ragkit.core.extraction import ChunkExtraction, Fragment, entity_text, relation_text
 from ragkit.core.keys import Pair, entity_key, relation_key
+from ragkit.core.heap import release
 from ragkit.core.pacing import Pacer
 from ragkit.core.stores import Stores
 from ragkit.pipeline.merge import Draft, Merger
@@ -101,9 +102,13 @@ class GraphUpdater:
 
         The CPU work (indexing rows, merging, encoding) runs in slices
         (``ragkit.core.pacing``): a large update shares the loop with readers."""
-        self._entities, self._relations, self._changes, self._keys, self._rows = {}, {}, changes, {}, {}
-        self._summarise = summarise
         self._pace = Pacer()
+        # The previous update's rows are dropped here: freed in slices (a large
+        # batch's are hundreds of thousands of objects, ``heap.release``).
+        previous = (self._entities, self._relations, self._rows, self._keys)
+        self._entities, self._relations, self._changes, self._keys, self._rows = {}, {}, changes, {}, {}
+        await release(*previous, pace=self._pace)
+        self._summarise = summarise
         # Relations first: deleting a node also deletes its edges, which would
         # hide them from the relation pass and leave their vectors behind.
         rels = await self._update_relations(changes)
@@ -185,6 +190,7 @@ class GraphUpdater:
         todo = [i for i, d in enumerate(drafts) if d is not None and d.lines is not None]
         summarised = dict(zip(todo, await _bounded([self.merger.finish(drafts[i]) for i in todo], self.concurrency)))
         done = [summarised.get(i, d.props if d is not None else None) for i, d in enumerate(drafts)]
+        await release(drafts, sources, pace=self._pace)
         return list(zip(keys, current, done))
 
     async def _update_entities(self, changes: Changes) -> int:
@@ -211,7 +217,9 @@ class GraphUpdater:
             page = changed[i : i + KEYS_PAGE]
             await write_entity_vectors(self.stores, self.embedder, page, self._pace)
             await self.stores.graph.upsert_nodes(dict(page))
-        return len(gone) + len(changed)
+        written = len(gone) + len(changed)
+        await release(results, changed, current, pace=self._pace)
+        return written
 
     async def _update_relations(self, changes: Changes) -> int:
         pairs = sorted(changes.relations)
@@ -230,7 +238,9 @@ class GraphUpdater:
             page = changed[i : i + KEYS_PAGE]
             await write_relation_vectors(self.stores, self.embedder, page, self._pace)
             await self.stores.graph.upsert_edges([(a, b, p) for (a, b), p in page])
-        return len(gone) + len(changed)
+        written = len(gone) + len(changed)
+        await release(results, changed, current, pace=self._pace)
+        return written
 
 
 async def write_entity_vectors(stores: Stores, embedder: Embedder, items: list[tuple[str, dict]],

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from ragkit.core.extraction import SEPARATOR, Fragment, entity_properties, relation_properties
 from ragkit.core.llm_cache import CachedLLM
+from ragkit.core.pacing import in_writer_thread
 from ragkit.core.prompts import build_summary_request
 from ragkit.protocols import Tokenizer
 from ragkit.sections.index import MergeConfig
@@ -87,7 +88,7 @@ class Merger:
         while True:
             # Counting every line's tokens is the CPU part of a summary (a hub
             # entity has thousands of lines): in a worker thread, off the loop.
-            groups = await asyncio.to_thread(self._groups, lines, limit)
+            groups = await in_writer_thread(self._groups, lines, limit)
             summaries = [await self._summary_call(subject, g) for g in groups]
             if len(summaries) == 1:
                 return summaries[0]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import sys
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
@@ -66,6 +67,16 @@ class ServerState:
     """The "no active key" warning is out (``context.warn_if_no_active_key``)."""
 
 
+SWITCH_INTERVAL = 0.001
+"""Seconds a thread may hold the GIL while another waits for it (CPython's
+default: 0.005). The loop answers every request, and it takes the GIL again
+after each wait for sockets; while worker threads compute (a query's context,
+a flush's encoding, the writer's checks) each of those takes up to one
+interval per busy thread, and a request passes through several. Measured
+with three busy threads on this 2-core machine: a 2 ms sleep on the loop
+came back after 93-123 ms (median) at 0.005 and 11-32 ms at 0.001."""
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings().settings
     check_keyless(settings.server)
@@ -79,6 +90,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
+        previous = sys.getswitchinterval()
+        sys.setswitchinterval(min(previous, SWITCH_INTERVAL))
         logs.install()
         warn_if_no_active_key(state)
         pool.start()
@@ -90,6 +103,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             await jobs.close()
             await pool.close()
+            sys.setswitchinterval(previous)
 
     app = FastAPI(title="ragkit", version=__version__, lifespan=lifespan,
                   description="Graph-RAG over HTTP: documents, query and graph per workspace (`/w/{workspace}/...`).")

@@ -1,10 +1,13 @@
 """The writer's GC policy: survivors of a full pass are frozen only while a
 writer holds it, the hook goes away with the last holder, and thaw gives the
-objects back (``ragkit.core.heap``)."""
+objects back; ``release`` frees a container in slices (``ragkit.core.heap``)."""
 
+import asyncio
 import gc
+import weakref
 
 from ragkit.core import heap
+from ragkit.core.pacing import Pacer
 
 
 def test_survivors_of_a_full_pass_are_frozen_only_while_held():
@@ -33,3 +36,30 @@ def test_a_cycle_that_dies_after_thaw_is_collected():
     del node
     heap.thaw()
     assert gc.collect() >= 1
+
+
+async def test_release_frees_in_slices_with_the_loop_running_between():
+    """``release`` empties a list, a dict and a set, and other tasks run while
+    part of the items is freed and part is not. Failing: the container was
+    dropped in one go (the loop saw no state in between) or kept items."""
+    class Item:
+        pass
+
+    items = [Item() for _ in range(100)]
+    table = {i: Item() for i in range(100)}
+    bag = {Item() for _ in range(100)}
+    refs = [weakref.ref(x) for x in [*items, *table.values(), *bag]]
+    seen: list[int] = []
+
+    async def watch() -> None:
+        while True:
+            seen.append(sum(r() is not None for r in refs))
+            await asyncio.sleep(0)
+
+    watcher = asyncio.create_task(watch())
+    await asyncio.sleep(0)
+    await heap.release(items, table, bag, pace=Pacer(0.0))
+    watcher.cancel()
+    assert not items and not table and not bag
+    assert all(r() is None for r in refs)
+    assert seen[0] == 300 and any(0 < n < 300 for n in seen), seen
