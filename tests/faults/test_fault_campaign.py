@@ -4,8 +4,9 @@ combination (``make faults`` runs 100 and more; docs/faults.md).
 Each trial runs 2-3 real processes per round with kill -9, SIGSTOP, an
 embedding server that errors or hangs, or a full disk, then checks the oracle
 (``oracle.py``). The servers combination needs Redis, Chroma and the Bolt
-stand-in (``make test`` starts them through scripts/test-services): missing
-servers fail this test, they never skip it.
+stand-in, the postgres one PostgreSQL with pgvector (``make test`` starts them
+through scripts/test-services): missing servers fail this test, they never
+skip it.
 
 Troubleshooting: the failure message holds the trial's seed, its plan, the
 folder with every process's stdout/stderr, and the command that replays it:
@@ -19,7 +20,7 @@ import pytest
 from .plan import make_plan
 from .trials import run_trials
 
-CI_SEEDS = {"embedded": range(7000, 7010), "servers": range(7100, 7110)}
+CI_SEEDS = {"embedded": range(7000, 7010), "servers": range(7100, 7110), "postgres": range(7200, 7210)}
 CI_ROUNDS = 1
 """One round per trial (2-3 processes and one fault) keeps the slice to minutes;
 ``make faults`` draws 2-3 rounds, with graph edits from the second on."""
