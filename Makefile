@@ -59,15 +59,16 @@ test: $(STAMP)
 		$(PY) scripts/test-services $(PY) -m pytest $(PYTEST_ARGS)
 
 # The randomized fault campaign, nightly-style (docs/faults.md): FAULT_TRIALS
-# trials per backend combination, from seed FAULT_SEED, with the servers that
-# scripts/test-services starts (both run; it fails if either failed). A failing
-# trial prints its seed and the command that replays it; the CI slice (10
-# trials each) runs in `make test`.
+# trials per backend combination (embedded, servers, postgres), from seed
+# FAULT_SEED, with the servers that scripts/test-services starts (all three
+# run; it fails if any failed). A failing trial prints its seed and the command
+# that replays it; the CI slice (10 trials each) runs in `make test`.
 FAULT_TRIALS ?= 100
 FAULT_SEED ?= 1000
 faults: $(STAMP)
 	$(PY) scripts/faults.py --combo embedded --trials $(FAULT_TRIALS) --seed $(FAULT_SEED); status=$$?; \
 	$(PY) scripts/test-services $(PY) scripts/faults.py --combo servers --trials $(FAULT_TRIALS) --seed $(FAULT_SEED) || status=1; \
+	$(PY) scripts/test-services $(PY) scripts/faults.py --combo postgres --trials $(FAULT_TRIALS) --seed $(FAULT_SEED) || status=1; \
 	exit $$status
 
 contract-counts: $(STAMP)

@@ -3,6 +3,7 @@
 
     python scripts/faults.py --combo embedded --trials 100 --seed 1000
     python scripts/test-services python scripts/faults.py --combo servers --trials 100
+    python scripts/test-services python scripts/faults.py --combo postgres --trials 100
     python scripts/faults.py --combo embedded --replay 1042      # one trial again
 
 Each trial draws a few rounds of operations (index, change, delete, graph
@@ -13,7 +14,7 @@ trial prints its seed, its plan, where its logs are kept and the command that
 replays it. ``--json FILE`` writes every trial's result.
 
 Exit status: 0 every trial passed; 1 some failed; 2 the campaign could not run
-(e.g. the servers combination without its servers: run it under
+(e.g. the servers or postgres combination without its servers: run it under
 scripts/test-services, as ``make faults`` does).
 """
 

@@ -20,6 +20,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import re
 import signal
 import subprocess
 import time
@@ -30,10 +31,11 @@ from pathlib import Path
 from ragkit.rag import RAG
 from ragkit.settings import load_settings
 
+from .pgdb import create_database, postgres_env, server_url
 from .plan import Fault, Op, Plan, Round, make_plan, text
 
 SERVERS = {"kv": "redis", "doc_status": "redis", "vector": "chroma-http", "graph": "neo4j"}
-COMBOS = ("embedded", "servers")
+COMBOS = ("embedded", "servers", "postgres")
 LEASE_TTL = 4.0
 """Server leases expire fast, so that a stall (``stop``, longer than this) costs
 the stalled writer its lease and a killed holder frees the workspace quickly;
@@ -77,11 +79,15 @@ class TrialLog:
     outcomes: list[list[Outcome]] = field(default_factory=list)
     """Per round, the final outcome of each writer (after its re-runs)."""
     faults_landed: int = 0
+    stalled_holders: int = 0
+    """``stop`` faults that stalled the writer lock's holder (seen holding it when stopped)."""
     notes: list[str] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
 
 
-def combo_env(combo: str, root: Path) -> dict[str, str]:
-    """The ``RAGKIT_*`` variables of a fresh workspace on ``combo``."""
+def combo_env(combo: str, root: Path, database: tuple[str, str] | None = None) -> dict[str, str]:
+    """The ``RAGKIT_*`` variables of a fresh workspace on ``combo`` (for
+    ``postgres``, in ``database``: the server's URL and the trial's database)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGKIT_") or k.endswith(("_URL", "_URI"))}
     env.update(
         RAGKIT_WORKING_DIR=str(root / "data"),
@@ -92,6 +98,9 @@ def combo_env(combo: str, root: Path) -> dict[str, str]:
     )
     if combo == "servers":
         env.update(server_env(root))
+    elif combo == "postgres":
+        assert database is not None, "a postgres trial has its database"
+        env.update(postgres_env(*database))
     elif combo != "embedded":
         raise CampaignError(f"unknown combination {combo!r}: choose one of {', '.join(COMBOS)}")
     return env
@@ -144,7 +153,9 @@ class Trial:
         self.root = root
         self.docs = root / "docs"
         self.server = server
-        self.env = {**combo_env(combo, root), **model_env(server.url)}
+        self.database = (server_url(root), f"fz_{uuid.uuid4().hex[:10]}") if combo == "postgres" else None
+        """postgres: (server URL, the trial's own database), created by ``run``, dropped by the caller."""
+        self.env = {**combo_env(combo, root, self.database), **model_env(server.url)}
         self.log = TrialLog(self.plan)
         self.disk = Disk(root / "data")
 
@@ -166,6 +177,8 @@ class Trial:
 
     async def run(self) -> TrialLog:
         self.docs.mkdir(parents=True, exist_ok=True)
+        if self.database is not None:
+            await create_database(*self.database)
         self.disk.mount(self.combo)  # unmounted by the caller, once the oracle has read the stores
         for number, rnd in enumerate(self.plan.rounds):
             await self.run_round(number, rnd)
@@ -187,6 +200,8 @@ class Trial:
         procs = [await self.start(op, number, i, fault) for i, op in enumerate(rnd.ops)]
         landed = await self.inject(fault, procs)
         results = [await self.finish(p) for p in procs]
+        if self.log.violations:
+            raise TrialFailure(f"round {number}: " + "; ".join(self.log.violations))
         self.disk.free()
         self.server.reset()
         self.log.faults_landed += landed
@@ -237,9 +252,47 @@ class Trial:
             victim.send_signal(signal.SIGKILL)
             return True
         victim.send_signal(signal.SIGSTOP)
+        stopped = asyncio.Event()
+        watch = asyncio.create_task(self.watch_holder(stopped))
         await asyncio.sleep(fault.stall)
         victim.send_signal(signal.SIGCONT)
+        stopped.set()
+        self.judge_stall(victim, await asyncio.wait_for(watch, PROCESS_TIMEOUT))
         return True
+
+    async def watch_holder(self, stopped: asyncio.Event) -> list[int | None]:
+        """The writer lock's holder (its pid, None when free), sampled while
+        the victim is stopped: only answers that came back before ``stopped``
+        was set count. A task of its own: reading the lock must never delay
+        the SIGCONT (opening the stores may wait for the stopped process)."""
+        seen: list[int | None] = []
+        settings = load_settings(env=self.env).settings
+        async with RAG(settings) as rag:
+            while not stopped.is_set():
+                holder = await rag.stores.lock.lease.holder()
+                if stopped.is_set():
+                    break
+                seen.append(holder.pid if holder is not None else None)
+                await asyncio.sleep(0.1)
+        return seen
+
+    def judge_stall(self, victim: Proc, seen: list[int | None]) -> None:
+        """No overlapping writers. On the servers combination a stalled holder
+        loses its lease to the next writer and must write nothing more (its
+        exit 3 and the stores show it). On PostgreSQL the lock is a session's
+        advisory lock, with no expiry: a stalled holder keeps its session, so
+        it keeps the lock for the whole stall and nobody else may take it."""
+        if not seen or seen[0] != victim.pid:
+            return  # the victim did not hold the lock when stopped (or the first read came after SIGCONT)
+        self.log.stalled_holders += 1
+        others = sorted({pid for pid in seen if pid != victim.pid})
+        if self.combo == "postgres" and others:
+            # Raised once the round's processes have ended (run_round), never with them running.
+            self.log.violations.append(
+                f"the writer lock left the stalled holder (pid {victim.pid}) while it was stopped: "
+                f"held by {others} ({len(seen)} reads): two writers could overlap"
+            )
+        self.log.notes.append(f"stall of holder {victim.pid}: lock then held by {others or 'the victim only'}")
 
     async def wait_for_writer(self, proc: Proc, timeout: float = 60.0) -> bool:
         """Until ``proc`` holds the writer lock: false if it ends first."""
@@ -257,7 +310,10 @@ class Trial:
         where = f"round {number}, {outcome.op.describe()}"
         if outcome.acknowledged:
             return
-        if "Traceback" in outcome.err:
+        err = outcome.err
+        if outcome.code == -signal.SIGKILL:
+            err = ORPHAN_WORKER.sub("", err)
+        if "Traceback" in err:
             raise TrialFailure(f"{where}: crashed with a traceback (exit {outcome.code}):\n{outcome.err[-3000:]}")
         if not outcome.faulted:
             raise TrialFailure(f"{where}: failed without a fault (exit {outcome.code}):\n{outcome.err[-3000:]}")
@@ -309,6 +365,14 @@ def expected_documents(rounds: list[Round], path) -> dict[str, str]:
     return docs
 
 
+ORPHAN_WORKER = re.compile(
+    r"Traceback \(most recent call last\):\n(?:  .*\n)*?.*in spawn_main\n(?:  .*\n)*?EOFError: Ran out of input\n"
+)
+"""What a ``spawn`` worker of the killed process prints (to the stderr it
+inherited) when the kill came after it started and before its parent sent it
+its start-up data: the offline LLM's process pool (``ragkit/offline/llm.py``)
+starts one on first use. Seed 1086 (postgres) failed on it; the worker is
+not the victim, and only a SIGKILLed victim's output is cleared of it."""
 FSIZE_LIMIT = "FAULTS_FSIZE_LIMIT"
 """Set for the victim of a disk-full fault when no tmpfs can be mounted."""
 _CONTEXT = None

@@ -32,7 +32,9 @@ _encoding("cl100k_base")  # the default tokenizer's tables: seconds per process 
 # The servers' clients, and the embedder's: the trials embed through the
 # ``openai`` client, whose import alone took over 120 s in a child of a loaded
 # machine (CI seed 7101 "hung" in it).
-for _client in ("chromadb", "ragkit_chroma.store", "neo4j", "redis.asyncio", "openai", "ragkit_openai.embeddings"):
+for _client in ("chromadb", "ragkit_chroma.store", "neo4j", "redis.asyncio", "openai", "ragkit_openai.embeddings",
+                "asyncpg", "ragkit_postgres.kv", "ragkit_postgres.doc_status", "ragkit_postgres.vector",
+                "ragkit_postgres.graph", "ragkit_postgres.lease"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_client)
 

@@ -4,8 +4,9 @@ combination (``make faults`` runs 100 and more; docs/faults.md).
 Each trial runs 2-3 real processes per round with kill -9, SIGSTOP, an
 embedding server that errors or hangs, or a full disk, then checks the oracle
 (``oracle.py``). The servers combination needs Redis, Chroma and the Bolt
-stand-in (``make test`` starts them through scripts/test-services): missing
-servers fail this test, they never skip it.
+stand-in, the postgres one PostgreSQL with pgvector (``make test`` starts them
+through scripts/test-services): missing servers fail this test, they never
+skip it.
 
 Troubleshooting: the failure message holds the trial's seed, its plan, the
 folder with every process's stdout/stderr, and the command that replays it:
@@ -19,7 +20,7 @@ import pytest
 from .plan import make_plan
 from .trials import run_trials
 
-CI_SEEDS = {"embedded": range(7000, 7010), "servers": range(7100, 7110)}
+CI_SEEDS = {"embedded": range(7000, 7010), "servers": range(7100, 7110), "postgres": range(7200, 7210)}
 CI_ROUNDS = 1
 """One round per trial (2-3 processes and one fault) keeps the slice to minutes;
 ``make faults`` draws 2-3 rounds, with graph edits from the second on."""
@@ -33,11 +34,16 @@ def test_fault_campaign_slice(combo):
     # The slice proves something: faults landed and forced re-runs.
     assert sum(r.faults_landed for r in summary.results) >= 3  # a kill or stop misses a process that already ended
     assert sum(r.reruns for r in summary.results) >= 1
+    if combo == "postgres":
+        # A writer stopped while it held the advisory lock (seeds 7201, 7208 stop one
+        # right after it took the lock): it kept the lock throughout, or a trial failed above.
+        assert sum(r.stalled_holders for r in summary.results) >= 1
 
 
 def test_plans_replay_from_their_seed():
     """A seed names one trial: the same operations and faults every time."""
     assert make_plan(7003, "embedded").describe() == make_plan(7003, "embedded").describe()
     assert make_plan(7003, "embedded").describe() != make_plan(7004, "embedded").describe()
-    kinds = {r.fault.kind for s in range(200) for r in make_plan(s, "servers").rounds}
-    assert "disk-full" not in kinds and {"kill", "stop", "model-error", "model-hang"} <= kinds
+    for combo in ("servers", "postgres"):  # their data are in the servers' files: no full disk drawn
+        kinds = {r.fault.kind for s in range(200) for r in make_plan(s, combo).rounds}
+        assert "disk-full" not in kinds and {"kill", "stop", "model-error", "model-hang"} <= kinds

@@ -20,6 +20,7 @@ from ragkit.settings import load_settings
 
 from .campaign import CampaignError, Trial, TrialFailure
 from .oracle import describe_failure, judge
+from .pgdb import drop_database
 
 
 QUARANTINED: dict[tuple[str, int], str] = {}
@@ -36,6 +37,7 @@ class Result:
     faults_landed: int
     reruns: int
     message: str = ""
+    stalled_holders: int = 0
 
 
 @dataclass
@@ -68,12 +70,15 @@ async def run_trial(seed: int, combo: str, server, keep: Path | None = None, rou
         ok, message = False, describe_failure(trial, RuntimeError(traceback.format_exc()), replay_command(seed, combo))
     finally:
         trial.disk.unmount()
-        if combo != "embedded":
+        if trial.database is not None:
+            await drop_database(*trial.database)  # the trial's own database: nothing left on the server
+        elif combo != "embedded":
             await _drop(trial)
     if ok:
         shutil.rmtree(root, ignore_errors=True)
     reruns = sum(o.attempts - 1 for outcomes in trial.log.outcomes for o in outcomes)
-    return Result(seed, combo, ok, time.monotonic() - started, trial.log.faults_landed, reruns, message)
+    return Result(seed, combo, ok, time.monotonic() - started, trial.log.faults_landed, reruns, message,
+                  trial.log.stalled_holders)
 
 
 async def _drop(trial: Trial) -> None:
@@ -95,7 +100,8 @@ def run_trials(seeds: list[int], combo: str, keep: Path | None = None, echo=prin
             if (combo, seed) in QUARANTINED:
                 status += f" (quarantined: {QUARANTINED[combo, seed]})"
             echo(f"trial seed={seed} combo={combo}: {status} in {result.seconds:.1f}s "
-                 f"({result.faults_landed} faults landed, {result.reruns} re-runs)")
+                 f"({result.faults_landed} faults landed, {result.reruns} re-runs, "
+                 f"{result.stalled_holders} stalled lock holders)")
             if not result.ok:
                 echo(result.message)
     return summary

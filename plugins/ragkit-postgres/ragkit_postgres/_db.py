@@ -224,6 +224,8 @@ class Database:
         """Create or upgrade every table, once per database, under a transaction
         advisory lock (two processes opening a fresh database at once)."""
         p = self.options.table_prefix
+        if await self._schema_ready(p):
+            return
         async with self.errors("create the schema"), self.pool.acquire() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"ragkit-schema:{p}")
             await conn.execute(
@@ -246,6 +248,27 @@ class Database:
             version = await conn.fetchval("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             self.vector_version = tuple(int(x) for x in re.findall(r"\d+", version or ""))
 
+    async def _schema_ready(self, p: str) -> bool:
+        """Whether every table and index of ``_schema`` exists and the recorded
+        version is this one: then opening runs no DDL. ``CREATE INDEX IF NOT
+        EXISTS`` takes a SHARE lock on its table before it looks, which waits
+        for every open transaction that wrote to the table: an open (a query,
+        a server worker) would wait for a writer's batch, or for as long as a
+        stalled writer stays stopped."""
+        names = [f"{p}_schema", *(m.group(1) for m in map(_CREATED.search, _schema(p)) if m)]
+        async with self.errors("read the schema"), self.pool.acquire() as conn:
+            missing = await conn.fetchval(
+                "SELECT count(*) FROM unnest($1::text[]) AS n WHERE to_regclass(n) IS NULL", names
+            )
+            version = await conn.fetchval("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            if missing or version is None:
+                return False
+            found = await conn.fetchval(f"SELECT version FROM {p}_schema WHERE component = $1", COMPONENT)
+        if found != SCHEMA_VERSION:
+            return False  # older: upgrade; newer: refused by the full path
+        self.vector_version = tuple(int(x) for x in re.findall(r"\d+", version))
+        return True
+
     async def vector_table(self, dimension: int) -> str:
         """The table of vectors of ``dimension``, with its HNSW index (cosine;
         on a ``halfvec`` cast above 2,000 dimensions), created on first use."""
@@ -254,6 +277,12 @@ class Database:
             return name
         d, o = int(dimension), self.options
         column = f"(embedding::halfvec({d})) halfvec_cosine_ops" if d > HALFVEC_ABOVE else "embedding vector_cosine_ops"
+        async with self.errors(f"find the table of {d}-dimension vectors"), self.pool.acquire() as conn:
+            # No DDL when both exist: see _schema_ready (the index's DDL waits for writers).
+            if await conn.fetchval("SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
+                                   name, f"{name}_hnsw"):
+                self._ready_tables.add(name)
+                return name
         async with self.errors(f"create the table of {d}-dimension vectors"), self.pool.acquire() as conn, \
                 conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"ragkit-schema:{name}")
@@ -269,6 +298,9 @@ class Database:
             )
         self._ready_tables.add(name)
         return name
+
+
+_CREATED = re.compile(r"^CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)")
 
 
 def _schema(p: str) -> list[str]:
