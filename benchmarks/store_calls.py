@@ -217,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--top-ks", default="10,40", help="top_k values to measure at")
     p.add_argument("--questions", type=int, default=0, help="first N questions (0: all)")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--ports", default="6579,7887,6590,8200",
+                   help="the servers' ports: Redis, Bolt, the Bolt server's Redis, Chroma")
     # child-process options
     p.add_argument("--inputs")
     p.add_argument("--factor", type=int, default=1)
@@ -233,8 +235,10 @@ def main(argv: list[str] | None = None) -> int:
     import bench
 
     # Ports of its own, so that a bench.py run on this machine meanwhile is not disturbed.
-    bench.SERVER_PORTS.update(RAGKIT_REDIS_PORT="6579", RAGKIT_BOLT_PORT="7887", RAGKIT_BOLT_REDIS_PORT="6590")
-    bench.CHROMA_PORT = "8200"
+    redis_port, bolt_port, bolt_redis_port, chroma_port = args.ports.split(",")
+    bench.SERVER_PORTS.update(RAGKIT_REDIS_PORT=redis_port, RAGKIT_BOLT_PORT=bolt_port,
+                              RAGKIT_BOLT_REDIS_PORT=bolt_redis_port)
+    bench.CHROMA_PORT = chroma_port
     work = Path(tempfile.mkdtemp(prefix="ragkit-calls-"))
     inputs = work / "inputs"
     bench_ragkit.prepare(argparse.Namespace(inputs=inputs, questions=None))
