@@ -10,9 +10,16 @@ Each round takes 40 random entity ids and runs the local mode's four graph
 statements (nodes, degrees, neighbours, edges) on every combination, one
 after the other, and prints the median ms and rows per statement.
 """
-import asyncio, json, random, statistics, sys, time
+
+import asyncio
+import random
+import statistics
+import sys
+import time
+
 import redis
 from neo4j import AsyncGraphDatabase
+
 SRC, A, B = int(sys.argv[1]), sys.argv[2], sys.argv[3]   # src redis port; "bolt:redis" ports
 dump = redis.Redis(port=SRC).dump("falkordb")
 servers = {}
