@@ -529,7 +529,57 @@ def scale_section(res: dict, lines: list[str]) -> None:
     lines += table(["backend", "corpus", "passages", "index (s)", "chunks/s", "peak RSS (MiB)", "disk (MiB)"]
                    + [f"{k} p50" for k in MODES], rows)
     lines += [""] + notes + (["" ] if notes else [])
+    done = {(x.get("backend", "embedded"), x["factor"]): x["modes"] for x in s if "failed" not in x}
+    for (backend, factor), m in sorted(done.items()):
+        e = done.get(("embedded", factor))
+        if backend != "embedded" and e:
+            lines += [f"p50 {backend} / embedded at ×{factor}: " + ", ".join(
+                f"{k} {ratio(m[k]['latency']['p50_ms'], e[k]['latency']['p50_ms'], 1)}" for k in MODES) + ".", ""]
     lines += ["![scale](benchmarks/scale.png)", ""]
+
+
+def store_calls_section(lines: list[str], results: Path = HERE / "results") -> None:
+    """``store_calls.py``'s runs (``store_calls_before.json``, ``store_calls_after.json``)."""
+    runs = [(label, json.loads((results / f"store_calls_{label}.json").read_text(encoding="utf-8")))
+            for label in ("before", "after") if (results / f"store_calls_{label}.json").is_file()]
+    if not runs:
+        return
+    lines += [
+        "## 4b. Store calls per query: server combination against the embedded stores",
+        "",
+        "`benchmarks/store_calls.py`: the scale part's corpus (×N), every mode asked once to warm up and once "
+        "measured per question, at two `top_k`. Per query (means): round trips to each server (Redis from "
+        "`INFO commandstats`; Chroma: the client's requests; Bolt: the adapter's statements), the client's wall "
+        "time inside each store's calls (KV + doc status on Redis, vectors on Chroma, graph on Bolt), and the "
+        "server's own time where it tells: Redis's `commandstats` microseconds; the Bolt stand-in's execution "
+        "time of every read statement, run again through `GRAPH.RO_QUERY` (its Bolt summary carries no timing); "
+        "Chroma exposes none (–). Ratio: servers p50 / embedded p50, same run.",
+        "",
+    ]
+    for label, res in runs:
+        by = {(r["backend"], r["factor"]): r for r in res["runs"]}
+        lines += [f"**{label}** ({res['git']}, started {res['started_at']}, load average "
+                  f"{', '.join(map(str, res['load_average_at_start']))} at start, "
+                  f"{', '.join(map(str, res.get('load_average_at_end', [])))} at end; "
+                  f"{res['runs'][0]['questions']} questions): `{res['command']}`", ""]
+        rows = []
+        for (backend, factor), srv in sorted(by.items()):
+            emb = by.get(("embedded", factor))
+            if backend != "servers":
+                continue
+            for top_k, modes in srv["top_k"].items():
+                for mode, x in modes.items():
+                    e = (emb or {}).get("top_k", {}).get(top_k, {}).get(mode, {})
+                    t, c, sv = x["round_trips"], x["client_ms"], x["server_ms"]
+                    rows.append([f"×{factor}", top_k, mode, fmt(e.get("p50_ms"), 1), fmt(x["p50_ms"], 1),
+                                 ratio(x["p50_ms"], e.get("p50_ms"), 1),
+                                 f"{t['redis']:g} / {t['chroma']:g} / {t['bolt']:g}",
+                                 f"{c['kv'] + c['doc_status']:.1f} / {c['vector']:.1f} / {c['graph']:.1f}",
+                                 f"{sv['redis']:.2f} / – / " + ("–" if sv["bolt"] is None else f"{sv['bolt']:.1f}")])
+        lines += table(["corpus", "top_k", "mode", "embedded p50 (ms)", "servers p50 (ms)", "ratio",
+                        "round trips Redis / Chroma / Bolt", "client ms Redis / Chroma / Bolt",
+                        "server ms Redis / Chroma / Bolt"], rows)
+        lines += [""]
 
 
 def plots(res: dict, out_dir: Path) -> None:
@@ -643,6 +693,7 @@ def render(res: dict, source: str | None = None) -> str:
     throughput_section(res, lines)
     latency_section(res, lines)
     scale_section(res, lines)
+    store_calls_section(lines)
     lines += ["## How it was run", ""]
     lines += [f"- {x['step']}: {x['seconds']:.0f} s" for x in res.get("steps", [])]
     lines += [""]

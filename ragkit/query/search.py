@@ -47,6 +47,8 @@ class Searcher:
     scope: Scope | None = None
     restrictor: Restrictor | None = None
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    degree: dict[str, int] = field(default_factory=dict)
+    """Node degrees read so far by this query (``degrees``)."""
     view: ScopedGraph | None = field(default=None, init=False)
     ranking: ScopedRanking | None = field(default=None, init=False)
 
@@ -78,15 +80,17 @@ class Searcher:
         if not keywords:
             return [], []
         entities = await self._nearest_entities(await self.embed(keyword_text(keywords)), top_k, "entity_vectors")
-        for entity, degree in zip(entities, await self.graph.degrees([e.key for e in entities])):
+        keys = [e.key for e in entities]
+        relations = await self._edges_of(keys)  # reads the entities' degrees with their neighbours'
+        for entity, degree in zip(entities, await self.degrees(keys)):
             entity.degree = degree
-        return entities, await self._edges_of([e.key for e in entities])
+        return entities, relations
 
     async def global_(self, keywords: list[str], top_k: int) -> tuple[list[EntityItem], list[RelationItem]]:
         if not keywords:
             return [], []
         relations = await self._nearest_relations(await self.embed(keyword_text(keywords)), top_k, "relation_vectors")
-        for relation, degree in zip(relations, await self.graph.edge_degrees([r.key for r in relations])):
+        for relation, degree in zip(relations, await self.edge_degrees([r.key for r in relations])):
             relation.degree = degree
         return await self._endpoints(relations), relations
 
@@ -179,11 +183,28 @@ class Searcher:
 
     # -- graph neighbourhoods --------------------------------------------------
 
+    async def degrees(self, keys: list[str]) -> list[int]:
+        """Node degrees, each read from the graph once per query: a mode's
+        stages ask again for nodes they have seen (an entity, then the
+        endpoints of its relations), and on a graph server each read is a
+        round trip."""
+        todo = list(dict.fromkeys(k for k in keys if k not in self.degree))
+        if todo:
+            self.degree.update(zip(todo, await self.graph.degrees(todo)))
+        return [self.degree[k] for k in keys]
+
+    async def edge_degrees(self, pairs: list[tuple[str, str]]) -> list[int]:
+        """deg(a) + deg(b) per edge (``GraphStore.edge_degrees``), through ``degrees``."""
+        ends = list(dict.fromkeys(k for p in pairs for k in p))
+        degree = dict(zip(ends, await self.degrees(ends)))
+        return [degree[a] + degree[b] for a, b in pairs]
+
     async def _edges_of(self, keys: list[str]) -> list[RelationItem]:
         """Every edge of the found nodes, most connected first, then heaviest."""
         pairs = list(dict.fromkeys(p for edges in await self.graph.nodes_edges(keys) if edges for p in edges))
         edges = await self.graph.get_edges(pairs)
-        degrees = await self.graph.edge_degrees(pairs)
+        await self.degrees([*keys, *(k for p in pairs for k in p)])  # one read for the nodes and all ends
+        degrees = await self.edge_degrees(pairs)
         relations = [
             RelationItem(props, "entity_edges", None, degree, key=pair)
             for pair, props, degree in zip(pairs, edges, degrees)
@@ -196,7 +217,7 @@ class Searcher:
         """Endpoints in the order their relations were found."""
         keys = list(dict.fromkeys(k for r in relations for k in r.key))
         nodes = await self.graph.get_nodes(keys)
-        degrees = await self.graph.degrees(keys)
+        degrees = await self.degrees(keys)
         return [
             EntityItem(props, "relation_endpoints", None, degree, key=key)
             for key, props, degree in zip(keys, nodes, degrees)

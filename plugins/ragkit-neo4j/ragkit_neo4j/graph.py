@@ -541,10 +541,19 @@ class Neo4jGraphStore(GraphStore):
 
     def _props_clause(self, var: str) -> str:
         """Return clause tail: properties whole, or one row per property (the
-        extra ``null`` key keeps entities without properties in the result)."""
-        if self._by_property:
+        extra ``null`` key keeps entities without properties in the result).
+
+        On FalkorDB's listener a map that surely fits in a message (its JSON,
+        at most 4 bytes a character, within half of one) comes whole in the
+        ``null`` key's row: a record per property cost a Bolt message each, and
+        the client's per-message work was most of a graph read's time."""
+        if not self._by_property:
+            return f"RETURN null, properties({var})"
+        if self.server.product != "falkordb-bolt":  # no toJSON() to size a map by
             return f"UNWIND keys({var}) + [null] AS k RETURN k, {var}[k]"
-        return f"RETURN null, properties({var})"
+        whole = f"size(toJSON(properties({var}))) <= {self._limit // 8}"  # type: ignore[operator]
+        return (f"UNWIND CASE WHEN {whole} THEN [null] ELSE keys({var}) + [null] END AS k "
+                f"RETURN k, CASE WHEN k IS NULL THEN CASE WHEN {whole} THEN properties({var}) END ELSE {var}[k] END")
 
     @staticmethod
     def _group(rows: list[list[Any]], width: int) -> dict[Any, dict[str, Any]]:
