@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -27,8 +28,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-POSTGRES_PORT = "5497"
-"""The benchmark's own server, on a port of its own (never CI's or a developer's 5432)."""
+POSTGRES_PORT = "0"
+"""The benchmark's own server's port; 0: one free at start (never CI's, a developer's or another run's)."""
 STORES = ("kv", "doc_status", "vector", "graph")
 
 
@@ -37,6 +38,7 @@ def bench_postgres(work: Path, port: str = POSTGRES_PORT) -> Iterator[tuple[str,
     """A fresh PostgreSQL with pgvector on loopback, always stopped (its data
     removed); yields its DSN and data folder."""
     state = work / "postgres"
+    port = port if port != "0" else str(_free_port())
     env = {**os.environ, "RAGKIT_POSTGRES_PORT": port, "RAGKIT_POSTGRES_DIR": str(state)}
     script = [sys.executable, str(ROOT / "plugins/ragkit-postgres/scripts/postgres-server")]
     subprocess.run([*script, "start"], env=env, check=True, stdout=subprocess.DEVNULL)
@@ -44,6 +46,12 @@ def bench_postgres(work: Path, port: str = POSTGRES_PORT) -> Iterator[tuple[str,
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres", state / "data"
     finally:
         subprocess.run([*script, "stop"], env=env, check=False, stdout=subprocess.DEVNULL)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def backend_settings(dsn: str) -> list[str]:

@@ -146,7 +146,7 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=None)
     add_rag_args(p)
     p.add_argument("--top-ks", default="10,40", help="comma list of top_k to profile")
-    p.add_argument("--port", default="5496")
+    p.add_argument("--port", default="0", help="the server's port (0: a free one)")
     p.add_argument("--chunk-ranking", default="support")
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ragkit-pgprofile-"))
