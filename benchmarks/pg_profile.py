@@ -2,7 +2,7 @@
 store per query and the server's time on them, at several ``top_k``, read
 from the server's own statement log.
 
-    python benchmarks/pg_profile.py --inputs DIR [--factor 1] [--top-ks 10,40] [--questions 20] [--explain]
+    python benchmarks/pg_profile.py --inputs DIR [--factor 1] [--docs N] [--top-ks 10,40] [--questions 20] [--explain]
 
 Starts its own PostgreSQL with pgvector (``_postgres.bench_postgres``),
 indexes the scale run's corpus ×``--factor`` into it (every store on
@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import re
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -96,7 +97,7 @@ async def run(args: argparse.Namespace, dsn: str, log: Path) -> dict[str, Any]:
 
     replay = read_json(Path(args.inputs) / "replay.json")
     questions = read_json(Path(args.inputs) / "questions.json")[: args.questions]
-    passages = scaled_passages([p["text"] for p in replay["passages"]], args.factor)
+    passages = scaled_passages([p["text"] for p in replay["passages"]][: args.docs or None], args.factor)
     settings = __import__("json").loads(backend_settings(dsn)[1])
     embedder = CountingEmbedder(BenchHashEmbedder(args.dimension))
     rag = make_rag(Path(tempfile.mkdtemp(prefix="ragkit-pgprofile-")), BenchLLM(ScaledReplay(), SimulatedLatency(0, 0, 0)),
@@ -140,6 +141,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--inputs", required=True)
     p.add_argument("--factor", type=int, default=1)
+    p.add_argument("--docs", type=int, default=0, help="first N passages (0: all)")
     p.add_argument("--questions", type=int, default=20)
     p.add_argument("--explain", action="store_true")
     p.add_argument("--log", type=Path, default=None, help="copy the server log here")
@@ -149,6 +151,7 @@ def main() -> int:
     p.add_argument("--port", default="0", help="the server's port (0: a free one)")
     p.add_argument("--chunk-ranking", default="support")
     args = p.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
     work = Path(tempfile.mkdtemp(prefix="ragkit-pgprofile-"))
     with bench_postgres(work, args.port) as (dsn, data):
         log = data.parent / "server.log"
