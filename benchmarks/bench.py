@@ -38,6 +38,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+from _postgres import postgres_scale_runs  # noqa: E402
 from _shared import read_json, squash, write_json  # noqa: E402
 
 LIGHTRAG_VENV = HERE / ".venv-lightrag"
@@ -142,8 +143,12 @@ def updated(old: dict[str, Any], new: dict[str, Any], parts: set[str]) -> dict[s
             out[part] = new[part]
     if "scale" in parts:
         out["scale"] = new["scale"]
-    elif "scale-servers" in parts:
-        out["scale"] = [x for x in old.get("scale", []) if x.get("backend", "embedded") != "servers"] + new["scale"]
+    else:  # only the combinations re-run are replaced
+        again = {b for part, b in (("scale-servers", "servers"), ("scale-postgres", "postgres")) if part in parts}
+        if again:
+            out["scale"] = [x for x in old.get("scale", []) if x.get("backend", "embedded") not in again] + new["scale"]
+    if "postgres" in {x.get("backend") for x in new.get("scale", [])}:
+        out["settings"] = {**old.get("settings", {}), "postgres_scales": new["settings"]["postgres_scales"]}
     out["steps"] = old.get("steps", []) + new["steps"]
     out["reruns"] = old.get("reruns", []) + [{
         "parts": sorted(parts), "started_at": new["started_at"], "command": new["command"],
@@ -254,12 +259,14 @@ def smoke_problems(res: dict[str, Any], md: Path) -> list[str]:
     scale = {(x.get("backend", "embedded"), x.get("factor")): x for x in res.get("scale", [])}
     wanted = [("embedded", f) for f in res["settings"]["scales"]]
     wanted += [("servers", f) for f in res["settings"].get("server_scales", [])]
+    wanted += [("postgres", f) for f in res["settings"].get("postgres_scales", [])]
     for backend, factor in wanted:
         x, what = scale.get((backend, factor)), f"scale {backend} x{factor}"
         if x is None or "failed" in x:
             problems.append(f"{what}: " + (x["failed"].removeprefix("[bench] ") if x else "no entry"))
             continue
-        for field in ("docs", "index_s", "peak_rss_mib") + (("disk_mib",) if backend == "embedded" else ()):
+        extra = {"embedded": ("disk_mib",), "postgres": ("disk_mib", "db_peak_pss_mib")}.get(backend, ())
+        for field in ("docs", "index_s", "peak_rss_mib") + extra:
             num(what, x, field)
         for m in modes:
             num(f"{what} {m}", x.get("modes", {}).get(m, {}).get("latency", {}), "p50_ms")
@@ -290,8 +297,8 @@ def main(argv: list[str] | None = None) -> int:
                         "docs/benchmarks.md; --smoke: its work dir)")
     p.add_argument("--skip-setup", action="store_true", help="do not (re)create LightRAG's venv")
     p.add_argument("--only", default="quality,throughput,scale",
-                   help="comma list of parts to run: quality, throughput, scale (embedded and servers), "
-                        "scale-servers")
+                   help="comma list of parts to run: quality, throughput, scale (embedded, servers and "
+                        "PostgreSQL), scale-servers, scale-postgres")
     p.add_argument("--update", action="store_true",
                    help="replace only the parts run in the existing results/<name>.json (its other parts, "
                         "settings and start time kept; the report lists the re-run)")
@@ -305,6 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale", default=None, help="corpus multiples for the scale run (default 1,10,50)")
     p.add_argument("--scale-servers", default=None,
                    help="corpus multiples for the scale run on the server backends (default 1,2,5; quick, smoke: 1)")
+    p.add_argument("--scale-postgres", default=None,
+                   help="corpus multiples for the scale run on PostgreSQL, each after the embedded stores at the "
+                        "same multiple (default 1,5,10; quick, smoke: 1)")
     p.add_argument("--scale-timeout", type=float, default=None,
                    help="seconds one scale factor may take before it is stopped and reported as such "
                         "(1800; --smoke 600; 0: none)")
@@ -329,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     args.jitter = pick(args.jitter, 0.05, 0.05, 0.01)
     scales = [int(x) for x in pick(args.scale, "1,10,50", "1,3", "1,2").split(",") if x]
     server_scales = [int(x) for x in pick(args.scale_servers, "1,2,5", "1", "1").split(",") if x]
+    postgres_scales = [int(x) for x in pick(args.scale_postgres, "1,5,10", "1", "1").split(",") if x]
     args.scale_timeout = pick(args.scale_timeout, 1800, 1800, 600)
     parts = set(args.only.split(","))
     started = time.perf_counter()
@@ -362,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
                         "max_total_tokens": args.max_total_tokens},
             "lightrag_quality_batch": batch, "throughput_prefix": prefix, "latency_s": args.latency,
             "jitter_s": args.jitter, "concurrency": args.concurrency, "gleaning": args.gleaning, "scales": scales,
-            "server_scales": server_scales,
+            "server_scales": server_scales, "postgres_scales": postgres_scales,
         },
     }
 
@@ -421,6 +432,9 @@ def main(argv: list[str] | None = None) -> int:
             result["scale"] += rows
             if rows[-1].get("failed"):
                 break
+    if "scale" in parts or "scale-postgres" in parts:
+        result.setdefault("scale", [])
+        result["scale"] += postgres_scale_runs(r, scale_runs, rk, inputs, work, postgres_scales, args)
 
     result["steps"] = r.steps
     result["total_s"] = round(time.perf_counter() - started, 1)

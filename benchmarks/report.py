@@ -518,6 +518,8 @@ def scale_section(res: dict, lines: list[str]) -> None:
     rows, notes = [], []
     for x in s:
         backend = x.get("backend", "embedded")
+        if backend == "postgres":  # a table of its own (report_postgres.py)
+            continue
         if "failed" in x:
             rows.append([backend, f"×{x['factor']}", "not finished (below)"] + ["-"] * 9)
             notes.append(f"{backend} ×{x['factor']}: {x['failed']}.")
@@ -536,6 +538,9 @@ def scale_section(res: dict, lines: list[str]) -> None:
             lines += [f"p50 {backend} / embedded at ×{factor}: " + ", ".join(
                 f"{k} {ratio(m[k]['latency']['p50_ms'], e[k]['latency']['p50_ms'], 1)}" for k in MODES) + ".", ""]
     lines += ["![scale](benchmarks/scale.png)", ""]
+    from report_postgres import postgres_scale_section
+
+    postgres_scale_section(res, lines)
 
 
 def store_calls_section(lines: list[str], results: Path = HERE / "results") -> None:
@@ -634,7 +639,7 @@ def plots(res: dict, out_dir: Path) -> None:
     done = [x for x in res.get("scale") or [] if "failed" not in x]
     if done:
         fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
-        for backend, style in (("embedded", "-"), ("servers", ":")):
+        for backend, style in (("embedded", "-"), ("servers", ":"), ("postgres", "-.")):
             s = [x for x in done if x.get("backend", "embedded") == backend]
             if not s:
                 continue

@@ -164,6 +164,7 @@ class Database:
             self.pool = await asyncpg.create_pool(
                 self.options.dsn, min_size=min(self.options.min_connections, self.options.max_connections),
                 max_size=self.options.max_connections, command_timeout=self.options.command_timeout,
+                reset=_keep_session,
             )
         try:
             await self._create_schema()
@@ -333,6 +334,15 @@ def _schema(p: str) -> list[str]:
     ]
 
 
+async def _keep_session(conn: Any) -> None:
+    """The pool's reset on release: nothing to send. asyncpg's default runs
+    ``pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL`` after every
+    use, a round trip per store call; the stores leave no session state on a
+    pooled connection (settings are transaction-local, the advisory locks they
+    take are transaction locks, the writer lock has a connection of its own),
+    and asyncpg still rolls back a transaction left open before this runs."""
+
+
 @asynccontextmanager
 async def errors(where: str, what: str) -> AsyncIterator[None]:
     """asyncpg's errors as ``StoreError`` naming the server (password hidden) and the fix."""
@@ -415,18 +425,19 @@ class PostgresStore(BaseStore):
         async for row in self.pages(sql, *self.scope):
             yield row[0]
 
-    async def pages(self, sql: str, *args: Any) -> AsyncIterator[Any]:
+    async def pages(self, sql: str, *args: Any, size: int | None = None) -> AsyncIterator[Any]:
         """Rows of ``sql`` a page at a time, keyed by their first column: ``sql``
         takes ``args``, then the last key of the previous page (``''`` at the
         start: every key is longer, and so sorts after it in code point order)
-        and the page size [store.scan.complete-under-delete]. A plain ``key > $n``
+        and the page size (``size``, default the ``batch_size`` option)
+        [store.scan.complete-under-delete]. A plain ``key > $n``
         is an index range, so each page costs its own rows only."""
-        after = ""
+        after, size = "", size or self.options.batch_size
         while True:
             async with self.read("list records") as conn:
-                rows = await conn.fetch(sql, *args, after, self.options.batch_size)
+                rows = await conn.fetch(sql, *args, after, size)
             for row in rows:
                 yield row
-            if len(rows) < self.options.batch_size:
+            if len(rows) < size:
                 return
             after = rows[-1][0]

@@ -110,6 +110,20 @@ class PostgresVectorStore(PostgresStore, VectorStore):
             )
         return {r[0]: (parse_vector(r[1]), json.loads(r[2])) for r in rows}
 
+    async def _records(self, batch: int) -> AsyncIterator[dict[str, tuple[Any, dict[str, Any]]]]:
+        # One keyset page per statement (``id > last``, an index range), vectors
+        # included: never an OFFSET, which re-reads every row before the page.
+        sql = (f"SELECT id, embedding::text, metadata FROM {self.vectors} WHERE workspace = $1 AND namespace = $2 "
+               "AND id > $3 ORDER BY id LIMIT $4")
+        page: dict[str, tuple[Any, dict[str, Any]]] = {}
+        async for row in self.pages(sql, *self.scope, size=batch):
+            page[row[0]] = (parse_vector(row[1]), json.loads(row[2]))
+            if len(page) == batch:
+                yield page
+                page = {}
+        if page:
+            yield page
+
     async def _delete(self, ids: list[str]) -> None:
         await self.delete_keys(self.vectors, "id", ids)
 
