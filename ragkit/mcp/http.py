@@ -106,7 +106,8 @@ def mount_mcp(app: FastAPI) -> None:
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     manager = mcp.session_manager
-    app.router.routes.append(Route(PATH, McpEndpoint(manager), methods=["GET", "POST", "DELETE"], name="mcp"))
+    # POST only: stateless, there is no session to stream on (GET) or to end (DELETE).
+    app.router.routes.append(Route(PATH, McpEndpoint(manager), methods=["POST"], name="mcp"))
     inner = app.router.lifespan_context
 
     @contextlib.asynccontextmanager
