@@ -107,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
                         "[server] allow_keyless)")
     p.set_defaults(run="ragkit.cli.serve_cmd")
 
-    p = sub.add_parser("mcp", help="the MCP server over stdio, for agents (desktop apps, IDEs); docs/server.md#mcp")
+    p = sub.add_parser("mcp", help="the MCP server over stdio, for agents (desktop apps, IDEs); docs/server.md")
     p.add_argument("--workspace", metavar="NAME", help="the workspace to serve (default: the configured one)")
     p.set_defaults(run="ragkit.cli.mcp_cmd")
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import httpx
 import httpx2
 import pytest
-from mcp import ClientSession, MCPError
+from mcp import Client, ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
@@ -140,3 +140,16 @@ async def test_errors_name_the_problem_and_keep_secrets(served, corpus):
     log = server.log_text()
     for secret in (keys.admin, keys.writer, keys.reader, LEAK_CANARY):
         assert secret not in log and secret not in text_of(unknown_mode) + text_of(missing)
+
+
+async def test_the_high_level_client_gets_the_same_rules(served, corpus):
+    """``mcp.Client`` negotiates the newest protocol (its requests take the
+    SDK's other server path): the same tools, the same refusal, the same view."""
+    server, keys, _ = served
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {keys.reader}"}, timeout=120) as http:
+        async with Client(streamable_http_client(url(server), http_client=http)) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == READ_TOOLS
+            refused = await client.call_tool("insert_texts", {"texts": ["Mallory was here."]})
+            context = await client.call_tool("retrieve_context", {"question": QUESTION, "mode": "local"})
+    assert refused.is_error and "write access" in text_of(refused)
+    assert "Ada Lovelace" in text_of(context) and not leaked(text_of(context))
