@@ -30,6 +30,7 @@ from starlette.types import Receive, Scope, Send
 from ragkit.access import Principal
 from ragkit.mcp.server import RagkitMCP
 from ragkit.rag import RAG
+from ragkit.sections.server import ServerSettings
 from ragkit.server import errors
 from ragkit.server.context import FORBIDDEN, NO_WORKSPACE, authenticate, principal_of
 from ragkit.server.keys import ApiKey
@@ -50,6 +51,10 @@ class HttpCaller:
     @property
     def principal(self) -> Principal | None:
         return principal_of(self.key)
+
+    @property
+    def limits(self) -> ServerSettings:
+        return self.state.settings.server
 
     @property
     def can_write(self) -> bool:

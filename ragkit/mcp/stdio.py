@@ -15,6 +15,7 @@ from ragkit.mcp.server import RagkitMCP
 from ragkit.mcp.tools import SerialWriter, opened
 from ragkit.rag import RAG
 from ragkit.sections.mcp import McpSettings
+from ragkit.sections.server import ServerSettings
 from ragkit.settings import Settings
 
 T = TypeVar("T")
@@ -26,6 +27,10 @@ class StdioCaller:
     principal: Principal | None
     can_write: bool
     writer: SerialWriter = field(default_factory=SerialWriter)
+
+    @property
+    def limits(self) -> ServerSettings:
+        return self.rag.settings.server
 
     def reading(self) -> contextlib.AbstractAsyncContextManager[RAG]:
         return opened(self.rag)

@@ -30,6 +30,7 @@ from ragkit.query.graph_read import EntityInfo, RelationInfo
 from ragkit.rag import RAG
 from ragkit.redact import redact
 from ragkit.schema import Document, QueryParam, Reference
+from ragkit.sections.server import ServerSettings
 
 log = logging.getLogger("ragkit.mcp")
 T = TypeVar("T")
@@ -47,6 +48,8 @@ class Caller(Protocol):
     principal: Principal | None
     """``None``: unrestricted (stdio without ``[mcp] user``, or keyless mode)."""
     can_write: bool
+    limits: ServerSettings
+    """``max_upload_files`` and ``max_upload_bytes`` bound what one ``insert_texts`` call carries."""
 
     def reading(self) -> contextlib.AbstractAsyncContextManager[RAG]:
         """The workspace's RAG for one read."""
@@ -222,9 +225,9 @@ async def insert_texts(
     ctx: Context,
     texts: Annotated[list[str], Field(min_length=1, description="Each text is one document's content.")],
     file_paths: Annotated[list[str] | None, Field(description="A name per text, shown in references.")] = None,
-    access_users: Annotated[list[str], Field(description="Only these users (and access_groups) may read them; "
-                                                         "none: everyone in the workspace.")] = [],  # noqa: B006
-    access_groups: Annotated[list[str], Field(description="Only these groups (and access_users) may read them.")] = [],  # noqa: B006
+    access_users: Annotated[list[str] | None, Field(description="Only these users (and access_groups) may read "
+                                                                "them; none: everyone in the workspace.")] = None,
+    access_groups: Annotated[list[str] | None, Field(description="Only these groups (and access_users) may read them.")] = None,
 ) -> InsertReport:
     """Index texts as new documents (write access only); returns when they are indexed."""
     who = caller(ctx)
@@ -232,8 +235,7 @@ async def insert_texts(
         raise ToolError(READ_ONLY)
     if file_paths is not None and len(file_paths) != len(texts):
         raise ToolError("file_paths: give one per text, or none. Fix: match the lengths")
-    async with who.reading() as rag:
-        limits = rag.settings.server
+    limits = who.limits
     if len(texts) > limits.max_upload_files:
         raise ToolError(f"{len(texts)} texts is over the limit of {limits.max_upload_files} per call "
                         "([server] max_upload_files). Fix: send them in several calls")
@@ -241,7 +243,7 @@ async def insert_texts(
         if len(text.encode()) > limits.max_upload_bytes:
             raise ToolError(f"texts[{n}] is over the limit of {limits.max_upload_bytes} bytes ([server] max_upload_bytes)")
     try:
-        listed = AccessList(users=access_users, groups=access_groups) if access_users or access_groups else None
+        listed = AccessList(users=access_users or [], groups=access_groups or []) if access_users or access_groups else None
     except ValueError as exc:
         raise ToolError(f"access_users/access_groups: {describe_validation_error(exc)}. "
                         "Fix: use plain user and group names") from None

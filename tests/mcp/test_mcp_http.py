@@ -137,6 +137,11 @@ async def test_errors_name_the_problem_and_keep_secrets(served, corpus):
     async with http_session(url(server, "nowhere"), keys.admin) as session:
         missing = await session.call_tool("list_documents", {})
         assert missing.is_error and "no workspace 'nowhere' yet" in text_of(missing)
+        assert not (server.working_dir / "nowhere").exists(), "a read never creates a workspace"
+        created = await session.call_tool("insert_texts", {"texts": ["Nowhere has one document now."]})
+        assert not created.is_error, text_of(created)
+        listed = await session.call_tool("list_documents", {})
+        assert listed.structured_content["total"] == 1
     log = server.log_text()
     for secret in (keys.admin, keys.writer, keys.reader, LEAK_CANARY):
         assert secret not in log and secret not in text_of(unknown_mode) + text_of(missing)

@@ -11,6 +11,9 @@ test's working dir; a hang at ``initialize`` means something wrote to stdout
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,3 +112,15 @@ async def test_bad_input_is_a_tool_error_naming_the_fix(indexed):
         assert empty.is_error and "question" in text_of(empty)
         everything = await session.call_tool("retrieve_context", {"question": QUESTION, "mode": "local"})
         assert leaked(text_of(everything)), "unrestricted reads T2 too"
+
+
+def test_the_command_is_listed_and_checks_its_workspace(tmp_path):
+    """``ragkit --help`` lists ``mcp``; a bad ``--workspace`` is exit status 2
+    naming the rule, before anything is opened or written to stdout."""
+    env = {**os.environ, **ENV, "RAGKIT_WORKING_DIR": str(tmp_path / "data")}
+    helped = subprocess.run([sys.executable, "-m", "ragkit", "--help"], capture_output=True, text=True, env=env)
+    assert helped.returncode == 0 and "mcp" in helped.stdout.split("COMMAND", 1)[1]
+    bad = subprocess.run([sys.executable, "-m", "ragkit", "mcp", "--workspace", "../Up"], capture_output=True,
+                         text=True, env=env, stdin=subprocess.DEVNULL)
+    assert bad.returncode == 2 and "--workspace" in bad.stderr and "lowercase" in bad.stderr, bad.stderr
+    assert bad.stdout == "" and not (tmp_path / "data").exists()
