@@ -5,14 +5,14 @@ call is made as the principal of ``[mcp]`` (``user``, ``groups``), with its
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ragkit.access import Principal
 from ragkit.mcp.server import RagkitMCP
-from ragkit.mcp.tools import SerialWriter, opened
 from ragkit.rag import RAG
 from ragkit.sections.mcp import McpSettings
 from ragkit.sections.server import ServerSettings
@@ -24,19 +24,23 @@ T = TypeVar("T")
 @dataclass
 class StdioCaller:
     rag: RAG
+    """Opened once, for the whole session; each call sees what other processes wrote (``RAG.aopen`` refreshes)."""
     principal: Principal | None
     can_write: bool
-    writer: SerialWriter = field(default_factory=SerialWriter)
+    writing: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """One write at a time from this process (the RAG's writer lock serializes it with the others)."""
 
     @property
     def limits(self) -> ServerSettings:
         return self.rag.settings.server
 
-    def reading(self) -> contextlib.AbstractAsyncContextManager[RAG]:
-        return opened(self.rag)
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[RAG]:
+        yield self.rag
 
     async def write(self, work: Callable[[RAG], Awaitable[T]]) -> T:
-        return await self.writer.run(self.rag, work)
+        async with self.writing:
+            return await work(self.rag)
 
 
 def principal_of(settings: McpSettings) -> Principal | None:

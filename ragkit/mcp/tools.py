@@ -11,11 +11,10 @@ an unexpected one only its type: the log has the rest, redacted.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Protocol, TypeVar
 
 from mcp.server.mcpserver import Context
@@ -256,19 +255,3 @@ async def insert_texts(
 
 TOOLS = (query, retrieve_context, search_entities, get_entity, get_relation, list_documents, insert_texts)
 
-
-@contextlib.asynccontextmanager
-async def opened(rag: RAG) -> AsyncIterator[RAG]:
-    """A RAG that is already open, as a ``reading()`` context."""
-    yield rag
-
-
-class SerialWriter:
-    """One write at a time on a RAG this process opened itself (stdio)."""
-
-    def __init__(self) -> None:
-        self._lock = asyncio.Lock()
-
-    async def run(self, rag: RAG, work: Callable[[RAG], Awaitable[T]]) -> T:
-        async with self._lock:
-            return await work(rag)
