@@ -59,6 +59,7 @@ from ragkit.loaders.limits import LoaderLimits
 from ragkit.plugins.kinds import SECTION_KINDS
 from ragkit.redact import is_secret, register_secret
 from ragkit.sections.index import IndexConfig
+from ragkit.sections.mcp import McpSettings
 from ragkit.sections.server import ServerSettings
 
 SECTIONS = SECTION_KINDS
@@ -70,7 +71,7 @@ WORKSPACE_RULE = (
     "use 1-64 lowercase letters, digits, '_' or '-', starting with a letter or digit "
     "(lowercase only: 'W1' and 'w1' would be one folder on a case-insensitive filesystem)"
 )
-_NESTED = ("index", "server", "lock", "loaders")
+_NESTED = ("index", "server", "lock", "loaders", "mcp")
 """Settings that are sections of plain fields, set one value at a time
 (``RAGKIT_INDEX__CHUNK_SIZE``, ``RAGKIT_SERVER__PORT``, ``RAGKIT_LOCK__TIMEOUT``,
 ``RAGKIT_LOADERS__MAX_ENTRIES``)."""
@@ -127,6 +128,7 @@ class Settings(BaseModel):
     server: ServerSettings = Field(default_factory=ServerSettings)
     lock: LockSettings = Field(default_factory=LockSettings)
     loaders: LoaderLimits = Field(default_factory=LoaderLimits)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     @field_validator("workspace")
     @classmethod

@@ -107,6 +107,10 @@ def _parser() -> argparse.ArgumentParser:
                         "[server] allow_keyless)")
     p.set_defaults(run="ragkit.cli.serve_cmd")
 
+    p = sub.add_parser("mcp", help="the MCP server over stdio, for agents (desktop apps, IDEs); docs/server.md")
+    p.add_argument("--workspace", metavar="NAME", help="the workspace to serve (default: the configured one)")
+    p.set_defaults(run="ragkit.cli.mcp_cmd")
+
     p = sub.add_parser("keys", help="API keys of the HTTP service: create, list, revoke")
     p.set_defaults(run="ragkit.cli.keys_cmd")
     keys = p.add_subparsers(dest="keys_command", metavar="ACTION", required=True)

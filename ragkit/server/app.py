@@ -32,6 +32,7 @@ from starlette.types import Scope
 from ragkit import __version__
 from ragkit.sections.server import keys_path
 from ragkit.server import errors, logs
+from ragkit.mcp.http import mount_mcp
 from ragkit.server.chat import ollama_router, openai_router
 from ragkit.server.chat.errors import ChatError
 from ragkit.server.chat.openai_api import render_error as openai_error
@@ -113,6 +114,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     for chat in (ollama_router, openai_router):  # Open WebUI, the ollama and openai clients
         app.include_router(chat(read_context), prefix=WORKSPACE_PREFIX)
+    mount_mcp(app)  # /w/{workspace}/mcp: the MCP tools over streamable HTTP (ragkit.mcp.http)
     _add_middleware(app, settings)
     return app
 

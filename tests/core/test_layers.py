@@ -139,7 +139,7 @@ def test_relative_imports_resolve_from_a_package_and_from_a_module():
 
 # -- what importing a module loads, transitively --------------------------------------------------
 
-WIRING = ("ragkit.server", "ragkit.cli", "ragkit.rag", "ragkit.backends", "ragkit.builtin", "ragkit.testing")
+WIRING = ("ragkit.server", "ragkit.mcp", "ragkit.cli", "ragkit.rag", "ragkit.backends", "ragkit.builtin", "ragkit.testing")
 """The top of the house: entry points, the wiring of settings to adapters, the built-ins' registration, the test kit."""
 SIDES = ("ragkit.pipeline", "ragkit.query")
 LOWER = (

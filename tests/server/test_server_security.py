@@ -61,6 +61,7 @@ READS = [
     ("GET", "/w/{ws}/graph/export", {}),
     ("POST", "/w/{ws}/v1/chat/completions", {"json": {"model": "ragkit:naive", "messages": [{"role": "user", "content": "hi"}]}}),
     ("POST", "/w/{ws}/api/chat", {"json": {"model": "ragkit:naive", "messages": [{"role": "user", "content": "hi"}], "stream": False}}),
+    ("POST", "/w/{ws}/mcp", {"json": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}}),
 ]
 
 
@@ -68,7 +69,8 @@ def test_every_write_route_is_in_the_scope_table():
     written = {(m, p.split("?")[0].replace("{ws}", "{workspace}")) for m, p, _ in WRITES}
     app_writes = {(m, p) for m, p, _ in _routes() if p.startswith("/w/") and m in ("POST", "PATCH", "DELETE", "PUT")}
     reads = {"/query", "/query/stream", "/query/context", "/query/prompt",  # POST, but they only read
-             "/api/chat", "/api/generate", "/api/show", "/v1/chat/completions"}
+             "/api/chat", "/api/generate", "/api/show", "/v1/chat/completions",
+             "/mcp"}  # JSON-RPC: its write tool checks the write scope per call (tests/mcp)
     app_writes -= {("POST", "/w/{workspace}" + p) for p in reads}
     assert {(m, p.replace("doc-x", "{doc_id}")) for m, p in written} == app_writes
 
