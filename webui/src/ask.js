@@ -110,8 +110,15 @@ const splitSentences = (t) => t.match(/[^.!?。！？\n]+[.!?。！？]*\s*/g) |
 const words = (t) => new Set((t.toLowerCase().match(/[\p{L}\p{N}]{3,}|\p{Script=Han}/gu) || []));
 
 function sentencesCiting(answer, n) {
+  // A marker after the full stop ("... Acme. [1]") cites the sentence before it.
   const marker = `[${n}]`;
-  const claims = splitSentences(answer).filter((s) => s.includes(marker));
+  const parts = splitSentences(answer);
+  const claims = [];
+  parts.forEach((s, i) => {
+    if (!s.includes(marker)) return;
+    claims.push(s);
+    if (words(s.replace(/\[\d+\]/g, '')).size < 3 && i > 0) claims.push(parts[i - 1]);
+  });
   return claims.length ? claims : [answer];
 }
 
