@@ -73,18 +73,18 @@ export async function graphPage(main) {
       if (!types.has(type)) types.set(type, PALETTE[types.size % PALETTE.length]);
       const a = i * 2.399963; // golden angle spiral: a stable start for the layout
       const r = Math.sqrt(i + 1);
-      g.addNode(node.id, { x: r * Math.cos(a), y: r * Math.sin(a), size: node.id === centre ? 9 : 4, label: String(node.properties.name || node.id), color: types.get(type), type: 'circle', entityType: type });
+      g.addNode(node.id, { x: r * Math.cos(a), y: r * Math.sin(a), size: node.id.toLowerCase() === centre.toLowerCase() ? 10 : 5, label: String(node.properties.name || node.id), color: types.get(type), type: 'circle', entityType: type });
     });
     for (const e of sub.edges) {
       if (g.hasNode(e.source) && g.hasNode(e.target) && !g.hasEdge(e.source, e.target)) g.addEdge(e.source, e.target, { size: 1, color: '#c5cbd3' });
     }
     if (n > 1 && n <= LAYOUT_LIMIT) forceAtlas2.assign(g, { iterations: n > 500 ? 30 : 100, settings: forceAtlas2.inferSettings(g) });
-    g.forEachNode((node) => { if (g.degree(node) > 8) g.setNodeAttribute(node, 'size', Math.min(12, 4 + Math.log2(g.degree(node)))); });
+    g.forEachNode((node) => { if (g.degree(node) > 8) g.setNodeAttribute(node, 'size', Math.min(14, 5 + Math.log2(g.degree(node)))); });
     legend.replaceChildren(...[...types].map(([t, c]) => h('li', {}, h('span', { class: 'swatch', style: `background:${c}` }), t)));
     renderer = new Sigma(g, stage, {
       hideEdgesOnMove: n > 1000,
       hideLabelsOnMove: true,
-      labelRenderedSizeThreshold: n > 1000 ? 10 : 6,
+      labelRenderedSizeThreshold: n > 1000 ? 12 : n > 200 ? 6 : 0, // labels on demand: zoom in to see more
       enableEdgeEvents: n <= 5000,
       renderEdgeLabels: false,
       defaultEdgeType: 'line',
