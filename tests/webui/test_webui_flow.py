@@ -74,6 +74,7 @@ def test_documents_ask_graph_delete(served, browser, tmp_path):
     text = passage.inner_text()
     assert "falcon.pdf" in text and "p. 1\u20132" in text, text  # the chunk spans both pages
     assert any("Alice Smith" in m for m in passage.locator("mark").all_inner_texts())
+    shot(page, "ask-answer", "laptop")  # the README's picture (docs/webui-ask.png)
     page.get_by_role("tab", name="Context").click()
     assert "tokens of budget used" in page.locator(".context").inner_text()
     page.get_by_role("tab", name="Answer").click()
@@ -103,6 +104,20 @@ def test_documents_ask_graph_delete(served, browser, tmp_path):
             if width == "phone":  # no sideways scrolling at a phone's width
                 assert page.evaluate("() => document.documentElement.scrollWidth") <= wpx + 1, name
     page.set_viewport_size({"width": 1280, "height": 860})
+
+    # Graph edits (write key): rename an entity, then delete another.
+    page.get_by_role("link", name="Graph").click()
+    page.get_by_label("Entity", exact=True).fill("Falcon Project")
+    page.get_by_role("button", name="Show").click()
+    page.wait_for_function("() => window.__ragkitGraph && window.__ragkitGraph.nodes > 1")
+    page.wait_for_function("() => document.querySelector('aside.details h2')?.innerText === 'Falcon Project'")
+    page.get_by_label("New name").fill("Falcon Programme")
+    page.get_by_role("button", name="Rename").click()
+    page.wait_for_function("() => window.__ragkitSigma && window.__ragkitSigma.getGraph().someNode((n, a) => a.label === 'Falcon Programme')")
+    _click_node(page, "Acme Corporation")
+    page.wait_for_function("() => document.querySelector('aside.details h2')?.innerText === 'Acme Corporation'")
+    page.get_by_role("button", name="Delete entity").click()
+    page.wait_for_function("() => window.__ragkitSigma && !window.__ragkitSigma.getGraph().someNode((n, a) => a.label === 'Acme Corporation')")
 
     # Delete the DOCX: gone from the table, the graph and the answers.
     page.get_by_role("link", name="Documents").click()

@@ -20,6 +20,7 @@ export async function askPage(main) {
   const form = h('form', { class: 'card', 'aria-label': 'Ask a question' },
     field('Question', question),
     h('div', { class: 'field' }, h('label', { for: 'mode' }, 'Mode'), Object.assign(mode, { id: 'mode' }), modeHelp),
+    field('Token budget', budget, 'max_total_tokens: the most the prompt may hold (entities, relations, chunks).'),
     ask);
   question.addEventListener('keydown', (e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) form.requestSubmit(); });
 
@@ -62,7 +63,7 @@ export async function askPage(main) {
 
   function show(result, limit) {
     const byNumber = new Map(result.references.map((r) => [r.number, r]));
-    answer.replaceChildren(...cited(result.answer || '', byNumber, (n) => open(result, byNumber.get(n))));
+    answer.replaceChildren(...cited(result.answer || '', byNumber, (n, claim) => open(result, byNumber.get(n), claim)));
     answer.dataset.done = 'true';
     refs.replaceChildren(...result.references.map((r) => h('li', { value: r.number },
       h('button', { type: 'button', class: 'link', 'data-ref': r.number, onclick: () => open(result, r) }, r.citation || r.file_path || r.doc_id))));
@@ -70,13 +71,13 @@ export async function askPage(main) {
     contextPane.replaceChildren(...contextView(result, limit));
   }
 
-  async function open(result, ref) {
+  async function open(result, ref, claim) {
     if (!ref) return;
     let chunks = result.chunks.filter((c) => ref.chunk_ids.includes(c.id));
     if (chunks.length < ref.chunk_ids.length) {
       try { chunks = (await api('GET', ws('/chunks'), { query: { id: ref.chunk_ids } })).chunks; } catch (ex) { return failed(ex); }
     }
-    const claims = sentencesCiting(result.answer || '', ref.number);
+    const claims = claim ? [claim] : sentencesCiting(result.answer || '', ref.number);
     passage.replaceChildren(
       h('h3', {}, `[${ref.number}] ${ref.file_path || ref.doc_id}`),
       ...chunks.map((c) => h('figure', { 'data-chunk': c.id },
@@ -99,7 +100,9 @@ function cited(text, byNumber, open) {
     const n = Number(m[1]);
     if (!byNumber.has(n)) continue;
     out.push(text.slice(last, m.index));
-    out.push(h('button', { type: 'button', class: 'cite', 'data-cite': n, 'aria-label': `Source ${n}: ${byNumber.get(n).citation}`, onclick: () => open(n) }, `[${n}]`));
+    // The claim this marker supports: the text since the line's start or the marker before it.
+    const claim = text.slice(Math.max(last, text.lastIndexOf('\n', m.index) + 1), m.index);
+    out.push(h('button', { type: 'button', class: 'cite', 'data-cite': n, 'aria-label': `Source ${n}: ${byNumber.get(n).citation}`, onclick: () => open(n, claim) }, `[${n}]`));
     last = m.index + m[0].length;
   }
   out.push(text.slice(last));

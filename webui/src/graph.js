@@ -58,6 +58,9 @@ export async function graphPage(main) {
     const drawn = await nextFrame();
     const stats = { nodes: sub.nodes.length, edges: sub.edges.length, fetchMs: fetched - started, renderMs: drawn - fetched, firstRenderMs: drawn - started, truncated: sub.truncated };
     window.__ragkitGraph = stats; // read by the browser tests' measurement
+    // The searched entity's details at once: reachable from the keyboard, not only by a click on the canvas.
+    const centre = sub.nodes.find((x) => x.id.toLowerCase() === entity.toLowerCase()) || sub.nodes[0];
+    if (centre) nodeDetails(centre.id);
     info.textContent = sub.nodes.length
       ? `${stats.nodes} nodes, ${stats.edges} edges${sub.truncated ? ' (cut at the limits: raise them or go less deep)' : ''}, drawn in ${stats.firstRenderMs.toFixed(0)} ms.`
       : `No entity “${entity}” here.`;
@@ -94,21 +97,29 @@ export async function graphPage(main) {
     window.__ragkitSigma = renderer;
   }
 
+  let selected = 0; // the latest selection wins over answers still on their way
+
   async function nodeDetails(key) {
+    const mine = ++selected;
     try {
       const e = await api('GET', ws('/graph/entity'), { query: { name: key } });
+      const srcs = await sources(e.sources);
+      if (mine !== selected) return;
       const p = e.properties;
       details.replaceChildren(h('h2', {}, p.name || e.key), h('p', { class: 'muted' }, `${p.type || 'entity'} · ${e.degree} relations`),
-        h('p', { class: 'desc' }, p.description || ''), ...(await sources(e.sources)), ...(canWrite() ? editor(e.key, p.name || e.key) : []));
+        h('p', { class: 'desc' }, p.description || ''), ...srcs, ...(canWrite() ? editor(e.key, p.name || e.key) : []));
     } catch (ex) { failed(ex); }
   }
 
   async function edgeDetails(a, b) {
+    const mine = ++selected;
     try {
       const r = await api('GET', ws('/graph/relation'), { query: { source: a, target: b } });
+      const srcs = await sources(r.sources);
+      if (mine !== selected) return;
       const p = r.properties;
       details.replaceChildren(h('h2', {}, `${r.source} — ${r.target}`), h('p', { class: 'muted' }, p.keywords || ''),
-        h('p', { class: 'desc' }, p.description || ''), ...(await sources(r.sources)));
+        h('p', { class: 'desc' }, p.description || ''), ...srcs);
     } catch (ex) { failed(ex); }
   }
 
