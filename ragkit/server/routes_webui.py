@@ -1,7 +1,7 @@
 """What the web UI needs beyond the other routes, each usable with curl too:
 who a key is (its workspaces, scope and the query modes), passages by chunk
-id (a citation's or a graph item's sources) and the access lists of
-documents (admins).
+id (a citation's or a graph item's sources), the access lists of documents
+(admins) and a retry of failed documents (write keys).
 
 The rule of every read route holds: nothing of a document the key's
 principal may not read, not even whether it exists. The web UI's static
@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from pydantic import BaseModel, Field
 
 from ragkit.access import allows
-from ragkit.server.context import FORBIDDEN, RequestContext, read_context, require_key
+from ragkit.schema import DocStatus
+from ragkit.server.context import FORBIDDEN, RequestContext, read_context, require_key, write_context
 from ragkit.server.keys import ApiKey
 from ragkit.settings import WORKSPACE_PATTERN
 
@@ -93,3 +95,26 @@ async def documents_access(
     records = await ctx.rag.stores.doc_status.get(list(dict.fromkeys(id)))
     return {"access": {r.id: (r.access.model_dump() if r.access else None)
                        for r in records if r is not None and allows(r.access, ctx.principal)}}
+
+
+class RetryIn(BaseModel):
+    ids: list[str] = Field(min_length=1, max_length=1000)
+    """Ids of failed documents; nothing is retried if one is unknown, hidden or not failed."""
+
+
+@router.post("/w/{workspace}/documents/retry", summary="Index failed documents again (write scope)")
+async def retry_documents(request: Request, body: RetryIn, ctx: RequestContext = Depends(write_context)) -> dict:
+    """From the text and pages kept when they were loaded, with their access
+    lists; answers already cached cost no new model calls. Waits for the run."""
+    await ctx.rag.aopen()
+    ids = list(dict.fromkeys(body.ids))
+    records = await ctx.rag.stores.doc_status.get(ids)
+    for doc_id, record in zip(ids, records):
+        if record is None or not allows(record.access, ctx.principal):  # hidden: as absent
+            raise HTTPException(404, f"no document {doc_id!r} in this workspace; list them at GET .../documents")
+        if record.status != DocStatus.FAILED:
+            raise HTTPException(409, f"document {doc_id!r} is {record.status.value}, not failed; only failed documents are retried")
+    work = lambda rag: rag.indexer().recover(only=set(ids))  # noqa: E731
+    await request.app.state.ragkit.jobs.run_write(ctx.workspace, work)
+    after = await ctx.rag.stores.doc_status.get(ids)
+    return {"documents": [{"id": r.id, "status": r.status.value, "error": r.error} for r in after if r is not None]}

@@ -55,7 +55,18 @@ export async function documentsPage(main) {
     ];
     if (isAdmin()) cells.push(h('td', {}, accessText(access[d.id])));
     if (canWrite()) {
-      cells.push(h('td', {}, h('button', {
+      const retry = d.status === 'failed' ? h('button', {
+        type: 'button', 'aria-label': `Retry ${d.path || d.id}`,
+        onclick: async (e) => {
+          e.target.disabled = true;
+          try {
+            const { documents } = await api('POST', ws('/documents/retry'), { json: { ids: [d.id] } });
+            toast(`${d.path || d.id}: ${documents[0]?.status}`);
+          } catch (ex) { failed(ex); }
+          load();
+        },
+      }, 'Retry') : null;
+      cells.push(h('td', { class: 'actions' }, retry, h('button', {
         type: 'button', class: 'danger', 'aria-label': `Delete ${d.path || d.id}`,
         onclick: async () => {
           if (!confirm(`Delete ${d.path || d.id}? Its chunks, and the graph facts only it supports, go too.`)) return;
