@@ -48,6 +48,7 @@ WRITES = [
     ("POST", "/w/{ws}/documents/upload", {"files": [("files", ("a.txt", b"hi", "text/plain"))]}),
     ("DELETE", "/w/{ws}/documents/doc-x", {}),
     ("POST", "/w/{ws}/documents/delete", {"json": {"ids": ["doc-x"]}}),
+    ("POST", "/w/{ws}/documents/retry", {"json": {"ids": ["doc-x"]}}),
     ("POST", "/w/{ws}/graph/entities", {"json": {"name": "X"}}),
     ("PATCH", "/w/{ws}/graph/entity", {"json": {"name": "X", "description": "d"}}),
     ("DELETE", "/w/{ws}/graph/entity?name=X", {}),
