@@ -7,17 +7,34 @@ PY := $(VENV)/bin/python
 PLUGINS := $(wildcard plugins/*/pyproject.toml)
 STAMP := $(VENV)/.ragkit-installed
 
-.PHONY: install demo demo-run test faults contract-counts bench-index bench-recall bench-large bench bench-smoke clean
+.PHONY: install webui chromium demo demo-run test faults contract-counts bench-index bench-recall bench-large bench bench-smoke clean
 
 # torch's CPU build first (this machine's pip find-links hold torch 2.13.0+cpu):
 # left to the resolver, sentence-transformers would pull a multi-GB CUDA build.
 $(STAMP): pyproject.toml $(PLUGINS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check 'torch==2.13.0'
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,server]' $(foreach p,$(PLUGINS),-e '$(patsubst %/,%,$(dir $(p)))[test]')
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,server,webui-test]' $(foreach p,$(PLUGINS),-e '$(patsubst %/,%,$(dir $(p)))[test]')
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) webui chromium
+
+# The web UI (webui/ -> ragkit/server/webui/dist, committed, so that pip and
+# `ragkit serve` need no Node): rebuilt here from the lock file when npm is
+# present; CI (.ci/run) then checks that the rebuild changed nothing.
+webui:
+	@if command -v npm >/dev/null; then cd webui && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build; \
+	else echo 'npm not found: keeping the committed web UI build (ragkit/server/webui/dist)'; fi
+
+# The browser tests (tests/webui) drive Debian's chromium with Playwright (its
+# own browser download cannot work offline). Installed with apt when missing
+# and we are root; otherwise the tests fail (never skip) naming this fix.
+CHROMIUM ?= /usr/bin/chromium
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+		else echo "chromium is missing at $(CHROMIUM): run 'sudo apt-get install -y chromium' (tests/webui need it)" >&2; exit 1; fi; \
+	fi
 
 # The main job: index examples/corpus (English and Chinese records) on the
 # embedded stores with MiniLM embeddings and the offline LLM unless RAGKIT_LLM

@@ -665,6 +665,36 @@ def plots(res: dict, out_dir: Path) -> None:
         plt.close(fig)
 
 
+def webui_graph_section(lines: list[str], path: Path = HERE / "results" / "webui_graph.json") -> None:
+    """The web UI's graph page at 10,000 nodes, from its browser test
+    (``tests/webui/test_webui_graph_scale.py``), when that result exists."""
+    if not path.exists():
+        return
+    r = json.loads(path.read_text(encoding="utf-8"))
+    m, g, pan = r["machine"], r["graph"], r["pan"]
+    lines += [
+        "## Web UI: the graph page at 10,000 nodes (ragkit only)",
+        "",
+        f"From `{path.relative_to(ROOT)}`, written by the browser test (started {r['started_at']}): "
+        f"`{r['command']}`. {g['nodes']:,} nodes and {g['edges']:,} edges in view (depth {g['depth']} around a hub; "
+        "LightRAG's graph view stops at 1,000 nodes), drawn by sigma.js on WebGL in headless Chromium "
+        f"{m['browser']} with {m['webgl_renderer']} (software rendering: no GPU).",
+        "",
+        f"- Machine: {m['cpus']} CPUs ({m['cpu']}), {m['platform']}; load average at start "
+        f"{', '.join(map(str, m['load_average_at_start']))} (shared with other jobs: times are upper bounds).",
+        "",
+        *table(["measure", "value"], [
+            ["time to first render (subgraph call + draw)", f"{fmt(r['first_render_ms'], 0)} ms"],
+            ["of which the `/graph/subgraph` call (server and JSON)", f"{fmt(r['fetch_ms'], 0)} ms"],
+            ["of which building the graph and the first frame", f"{fmt(r['draw_ms'], 0)} ms"],
+            ["panning: frames / seconds", f"{pan['frames']} / {fmt(pan['seconds'], 1)}"],
+            ["panning: mean frame time", f"{fmt(pan.get('frame_ms_mean'), 1)} ms"],
+            ["panning: frame time p50 / p95 / max", f"{fmt(pan['frame_ms_p50'], 1)} / {fmt(pan['frame_ms_p95'], 1)} / {fmt(pan['frame_ms_max'], 1)} ms"],
+        ]),
+        "",
+    ]
+
+
 def render(res: dict, source: str | None = None) -> str:
     """The Markdown report; ``source`` is the JSON it was read from, as shown
     (default ``benchmarks/results/<name>.json``)."""
@@ -699,6 +729,7 @@ def render(res: dict, source: str | None = None) -> str:
     latency_section(res, lines)
     scale_section(res, lines)
     store_calls_section(lines)
+    webui_graph_section(lines)
     lines += ["## How it was run", ""]
     lines += [f"- {x['step']}: {x['seconds']:.0f} s" for x in res.get("steps", [])]
     lines += [""]

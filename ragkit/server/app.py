@@ -31,8 +31,8 @@ from starlette.types import Scope
 
 from ragkit import __version__
 from ragkit.sections.server import keys_path
-from ragkit.server import errors, logs
 from ragkit.mcp.http import mount_mcp
+from ragkit.server import errors, logs, webui
 from ragkit.server.chat import ollama_router, openai_router
 from ragkit.server.chat.errors import ChatError
 from ragkit.server.chat.openai_api import render_error as openai_error
@@ -46,6 +46,7 @@ from ragkit.server.routes_documents import router as documents_router
 from ragkit.server.routes_graph import router as graph_router
 from ragkit.server.routes_query import router as query_router
 from ragkit.server.routes_system import router as system_router
+from ragkit.server.routes_webui import router as webui_router
 from ragkit.settings import WORKSPACE_PATTERN, WORKSPACE_RULE, Settings, load_settings
 
 log = logging.getLogger("ragkit.server")
@@ -115,6 +116,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for chat in (ollama_router, openai_router):  # Open WebUI, the ollama and openai clients
         app.include_router(chat(read_context), prefix=WORKSPACE_PREFIX)
     mount_mcp(app)  # /w/{workspace}/mcp: the MCP tools over streamable HTTP (ragkit.mcp.http)
+    app.include_router(webui_router)  # the web UI's own API calls (keys, like every route)
+    webui.mount(app)  # its static shell at / (no key: it holds no data)
     _add_middleware(app, settings)
     return app
 
@@ -127,7 +130,7 @@ def _add_middleware(app: FastAPI, settings: Settings) -> None:
     server = settings.server
     app.add_middleware(WorkspaceNameGuard)
     app.add_middleware(BodyLimit, server=server, refuse=refusal)
-    app.add_middleware(KeyGate, public=PUBLIC_PATHS, refuse=refusal)
+    app.add_middleware(KeyGate, public=PUBLIC_PATHS | webui.public_paths(), refuse=refusal)
     app.add_middleware(OriginGuard, allowed=server.allowed_origins, refuse=refusal)
     app.add_middleware(HostGuard, allowed=served_hosts(server), refuse=refusal)
     app.add_middleware(errors.CatchAll)

@@ -11,6 +11,7 @@ import pytest
 
 from server_support import LEAK_CANARY, client
 from ragkit.server.app import PUBLIC_PATHS, create_app, route_table
+from ragkit.server.webui import SHELL
 from ragkit.settings import Settings
 
 SAMPLE = {"workspace": "alpha", "job_id": "abc123", "doc_id": "doc-x"}
@@ -26,12 +27,12 @@ def _routes():
         yield method, path, True
 
 
-def test_public_routes_are_only_liveness_and_the_api_description():
-    public = {path for _, path, _ in _routes() if path in PUBLIC_PATHS}
-    assert public == {"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+def test_public_routes_are_only_liveness_the_api_description_and_the_web_ui_shell():
+    public = {path for _, path, _ in _routes() if path in PUBLIC_PATHS | {SHELL}}
+    assert public == {"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/"}
 
 
-@pytest.mark.parametrize("method,path", [(m, p) for m, p, _ in _routes() if p not in PUBLIC_PATHS])
+@pytest.mark.parametrize("method,path", [(m, p) for m, p, _ in _routes() if p not in PUBLIC_PATHS | {SHELL}])
 def test_every_route_needs_a_key(served, method, path):
     server, keys = served
     url = re.sub(r"\{(\w+)(:[^}]*)?\}", lambda m: SAMPLE.get(m.group(1), "x"), path)  # any path parameter
@@ -47,6 +48,7 @@ WRITES = [
     ("POST", "/w/{ws}/documents/upload", {"files": [("files", ("a.txt", b"hi", "text/plain"))]}),
     ("DELETE", "/w/{ws}/documents/doc-x", {}),
     ("POST", "/w/{ws}/documents/delete", {"json": {"ids": ["doc-x"]}}),
+    ("POST", "/w/{ws}/documents/retry", {"json": {"ids": ["doc-x"]}}),
     ("POST", "/w/{ws}/graph/entities", {"json": {"name": "X"}}),
     ("PATCH", "/w/{ws}/graph/entity", {"json": {"name": "X", "description": "d"}}),
     ("DELETE", "/w/{ws}/graph/entity?name=X", {}),
