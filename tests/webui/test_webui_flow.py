@@ -191,6 +191,12 @@ def test_restricted_key_sees_nothing_of_a_hidden_document(served, browser):
     page.get_by_role("button", name="Show").click()
     page.wait_for_function("() => window.__ragkitGraph && window.__ragkitGraph.nodes >= 1")
     seen.append(" ".join(page.evaluate("() => window.__ragkitSigma.getGraph().mapNodes((n, a) => a.label)")))
+    # The searched entity's details (description and source passages) open at once;
+    # Alice Smith's merged description has a part from the hidden document.
+    page.wait_for_function("() => document.querySelector('aside.details h2')?.innerText === 'Alice Smith'")
+    page.wait_for_selector("aside.details h3")  # its sources, fetched after the entity
+    seen.append(page.locator("aside.details").inner_text())
+    assert "lyon.txt" in seen[-1], seen[-1]  # the readable source is there: the check below looked at real details
     for text in seen:
         text = text.replace(f"No entity \u201c{CANARY}\u201d here.", "")  # the search it was asked, echoed
         for secret in (CANARY, "Orchid", "Geneva", "orchid-secret"):
