@@ -71,7 +71,8 @@ RAGKIT_MATRIX_REQUIRE ?= embedded,servers,mixed,postgres
 # PostgreSQL with pgvector on free loopback ports (or uses yours:
 # RAGKIT_REDIS_URL, RAGKIT_NEO4J_URI, RAGKIT_CHROMA_URL, RAGKIT_POSTGRES_URL),
 # runs pytest with their URLs and stops them after.
-test: $(STAMP)
+# chromium too: a newcomer's `make test` runs the browser tests (tests/webui), never skips them.
+test: $(STAMP) chromium
 	RAGKIT_CONTRACT_REQUIRE='$(RAGKIT_CONTRACT_REQUIRE)' RAGKIT_MATRIX_REQUIRE='$(RAGKIT_MATRIX_REQUIRE)' \
 		$(PY) scripts/test-services $(PY) -m pytest $(PYTEST_ARGS)
 
