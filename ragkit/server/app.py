@@ -31,7 +31,7 @@ from starlette.types import Scope
 
 from ragkit import __version__
 from ragkit.sections.server import keys_path
-from ragkit.mcp.http import mount_mcp
+from ragkit.server.mcp_http import mount_mcp
 from ragkit.server import errors, logs, webui
 from ragkit.server.chat import ollama_router, openai_router
 from ragkit.server.chat.errors import ChatError
@@ -115,7 +115,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     for chat in (ollama_router, openai_router):  # Open WebUI, the ollama and openai clients
         app.include_router(chat(read_context), prefix=WORKSPACE_PREFIX)
-    mount_mcp(app)  # /w/{workspace}/mcp: the MCP tools over streamable HTTP (ragkit.mcp.http)
+    mount_mcp(app)  # /w/{workspace}/mcp: the MCP tools over streamable HTTP (ragkit.server.mcp_http)
     app.include_router(webui_router)  # the web UI's own API calls (keys, like every route)
     webui.mount(app)  # its static shell at / (no key: it holds no data)
     _add_middleware(app, settings)
