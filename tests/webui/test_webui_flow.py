@@ -115,9 +115,7 @@ def test_documents_ask_graph_delete(served, browser, tmp_path):
     page.get_by_role("button", name="Rename").click()
     page.wait_for_function("() => document.getElementById('toast').className.includes('show')", timeout=120_000)
     assert page.locator("#toast").inner_text() == "Saved", page.locator("#toast").inner_text()
-    # The graph is fetched again after the save: on a loaded machine that can take longer than the default 30 s.
-    page.wait_for_function("() => window.__ragkitSigma && window.__ragkitSigma.getGraph().someNode((n, a) => a.label === 'Falcon Programme')",
-                           timeout=120_000)
+    page.wait_for_function("() => window.__ragkitSigma && window.__ragkitSigma.getGraph().someNode((n, a) => a.label === 'Falcon Programme')")
     _click_node(page, "Acme Corporation")
     page.wait_for_function("() => document.querySelector('aside.details h2')?.innerText === 'Acme Corporation'")
     page.get_by_role("button", name="Delete entity").click()
