@@ -4,11 +4,10 @@ chunk id and access lists, each under the rules of every read route."""
 
 from __future__ import annotations
 
-import time
 
 import httpx
 
-from webui_support import CANARY, HIDDEN_TEXT
+from webui_support import CANARY, HIDDEN_TEXT, wait_job
 
 
 def _client(server, key: str | None) -> httpx.Client:
@@ -18,9 +17,7 @@ def _client(server, key: str | None) -> httpx.Client:
 def _insert(c: httpx.Client, text: str, name: str, listed: dict | None) -> None:
     r = c.post("/w/alpha/documents/texts", json={"texts": [text], "file_paths": [name], "access": listed})
     assert r.status_code == 202, r.text
-    deadline = time.monotonic() + 60
-    while (job := c.get(r.json()["url"]).json())["state"] not in ("done", "failed") and time.monotonic() < deadline:
-        time.sleep(0.1)
+    job = wait_job(c, r.json()["url"])
     assert job["state"] == "done", job
 
 

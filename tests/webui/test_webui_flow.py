@@ -13,7 +13,7 @@ import time
 
 import httpx
 
-from webui_support import CANARY, HIDDEN_TEXT, WIDTHS, docx_bytes, open_page, pdf_bytes, shot, sign_in
+from webui_support import CANARY, HIDDEN_TEXT, WIDTHS, docx_bytes, open_page, pdf_bytes, shot, sign_in, wait_job
 
 
 def _upload_and_watch(page, tmp_path) -> list[tuple[float, float]]:
@@ -154,11 +154,7 @@ def test_restricted_key_sees_nothing_of_a_hidden_document(served, browser):
                                    ("Alice Smith works at Acme Corporation in Lyon.", "lyon.txt", None)):
             r = c.post("/w/alpha/documents/texts", json={"texts": [text], "file_paths": [name], "access": listed})
             assert r.status_code == 202, r.text
-            url = r.json()["url"]
-            deadline = time.monotonic() + 60
-            while c.get(url).json()["state"] not in ("done", "failed") and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert c.get(url).json()["state"] == "done"
+            assert wait_job(c, r.json()["url"])["state"] == "done"
         assert CANARY in c.post("/w/alpha/query", json={"question": f"Who is {CANARY}?"}).text  # the admin does see it
 
     # The admin's table shows the access lists.

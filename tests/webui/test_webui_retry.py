@@ -5,14 +5,13 @@ works, with its access list; hidden, unknown or not failed documents are refused
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from server_support import Server
-from webui_support import make_keys, open_page, sign_in
+from webui_support import make_keys, open_page, sign_in, wait_job
 
 HERE = Path(__file__).resolve().parent
 
@@ -40,10 +39,7 @@ def test_a_failed_document_is_retried(flaky, browser):
     with httpx.Client(base_url=server.url, headers=auth(keys.writer), timeout=120) as c:
         r = c.post("/w/alpha/documents/texts", json={"texts": ["FAILME Nadia Brook founded Kestrel Labs in Oslo."],
                                                      "file_paths": ["kestrel.txt"], "access": {"groups": ["team", "ops"]}})
-        url = r.json()["url"]
-        deadline = time.monotonic() + 60
-        while c.get(url).json()["state"] not in ("done", "failed") and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_job(c, r.json()["url"])
         (doc,) = c.get("/w/alpha/documents").json()["documents"]
         assert doc["status"] == "failed" and doc["error"], doc
         with httpx.Client(base_url=server.url, headers=auth(keys.restricted), timeout=60) as rita:
