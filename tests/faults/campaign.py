@@ -285,14 +285,17 @@ class Trial:
         if not seen or seen[0] != victim.pid:
             return  # the victim did not hold the lock when stopped (or the first read came after SIGCONT)
         self.log.stalled_holders += 1
-        others = sorted({pid for pid in seen if pid != victim.pid})
-        if self.combo == "postgres" and others:
+        # None is a read that found the lock free (the stalled lease expired, nobody took it yet).
+        others = sorted({pid for pid in seen if pid is not None and pid != victim.pid})
+        freed = None in seen
+        if self.combo == "postgres" and (others or freed):
             # Raised once the round's processes have ended (run_round), never with them running.
             self.log.violations.append(
                 f"the writer lock left the stalled holder (pid {victim.pid}) while it was stopped: "
-                f"held by {others} ({len(seen)} reads): two writers could overlap"
+                f"held by {others or 'nobody'} ({len(seen)} reads): two writers could overlap"
             )
-        self.log.notes.append(f"stall of holder {victim.pid}: lock then held by {others or 'the victim only'}")
+        after = others or ("nobody" if freed else "the victim only")
+        self.log.notes.append(f"stall of holder {victim.pid}: lock then held by {after}")
 
     async def wait_for_writer(self, proc: Proc, timeout: float = 60.0) -> bool:
         """Until ``proc`` holds the writer lock: false if it ends first."""

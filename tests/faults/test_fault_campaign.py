@@ -47,3 +47,23 @@ def test_plans_replay_from_their_seed():
     for combo in ("servers", "postgres"):  # their data are in the servers' files: no full disk drawn
         kinds = {r.fault.kind for s in range(200) for r in make_plan(s, combo).rounds}
         assert "disk-full" not in kinds and {"kill", "stop", "model-error", "model-hang"} <= kinds
+
+
+@pytest.mark.parametrize("combo", ["servers", "postgres"])
+def test_a_stall_judged_with_the_lock_seen_free(combo):
+    """A read may find the lock free while its holder is stopped (its lease ran
+    out, nobody took it yet): on the servers combination that is allowed, on
+    PostgreSQL (a session's lock, no expiry) it is a violation. Seed 7106 saw
+    this once and the judge crashed on sorting None among pids."""
+    from .campaign import Trial, TrialLog
+
+    trial = Trial.__new__(Trial)
+    trial.combo, trial.log = combo, TrialLog(make_plan(7106, combo))
+
+    class Victim:
+        pid = 41
+
+    trial.judge_stall(Victim(), [41, 41, None, 57, None])
+    assert trial.log.stalled_holders == 1
+    assert trial.log.notes == ["stall of holder 41: lock then held by [57]"]
+    assert bool(trial.log.violations) is (combo == "postgres")
