@@ -9,13 +9,15 @@ the loop's thread between two of them, while the store's writes wait for it
 (so the snapshot is consistent).
 
 What is asserted is behaviour, not speed: a ticker on the loop keeps ticking
-during the flush, and the longest gap between two ticks is a small part of
-the flush (``GAP_SHARE``), whatever the machine's load. Before the change, the
-longest gap was the encoding itself (about 80% of the flush). And writes made
-while the flush encodes are neither lost nor mixed into it.
+during the flush, and the longest gap between two ticks is a small part
+(``GAP_SHARE``) of what one ``json.dumps`` over the store's items takes on the
+machine at that moment, which is what encoding in one call would hold the
+loop for. The best of three tries counts: a long call fails every try, a busy
+2-core machine stalls one now and then. And writes made while the flush
+encodes are neither lost nor mixed into it.
 
-Troubleshooting: a failure prints the flush's duration, the ticks and the
-longest gap. A new long single call in a store's ``_encode_changes`` or
+Troubleshooting: a failure prints, per try, the flush's duration, the ticks,
+the longest gap and collector pass, and the bound. A new long single call in a store's ``_encode_changes`` or
 ``_snapshot`` (one ``json.dumps`` of the whole store holds the GIL from start
 to end, in a thread as well) must be split (``snapshot_journal.json_array``).
 """
@@ -23,6 +25,8 @@ to end, in a thread as well) must be split (``snapshot_journal.json_array``).
 from __future__ import annotations
 
 import asyncio
+import gc
+import json
 import time
 
 import numpy as np
@@ -32,9 +36,12 @@ from ragkit.protocols.base import StoreConfig
 from ragkit.storage import NetworkXGraphStore, NumpyVectorStore
 from ragkit.testing.store_files import journaled_file
 
-N = 60_000
-GAP_SHARE = 0.3
-"""The longest gap between two ticks may be at most this part of the flush."""
+N = 120_000
+GAP_SHARE = 0.5
+"""The longest gap between two ticks may be at most this part of one
+``json.dumps`` call over the store's items (``one_call``): what a flush that
+encodes in one call would hold the loop for, at the least."""
+TRIES = 3
 
 
 def make(kind: str, root) -> NetworkXGraphStore | NumpyVectorStore:
@@ -67,24 +74,85 @@ class Ticker:
         return [b - a for a, b in zip(inside, inside[1:])]
 
 
+def one_call(kind: str, n: int) -> float:
+    """Seconds of one ``json.dumps`` of the ``n`` items ``fill`` gave the
+    store (a graph's nodes, a vector store's metadata), measured now: the
+    machine's speed and load of the moment."""
+    text = "a description long enough to cost something to encode, " * 3
+    if kind == "graph":
+        items: list = [[f"item {i:06d}", {"description": text, "source_id": "c1<SEP>c2", "n": i}] for i in range(n)]
+    else:
+        items = [{"doc_id": f"d{k % 97}", "text": text} for k in range(n)]
+    started = time.perf_counter()
+    json.dumps(items, ensure_ascii=False)
+    return time.perf_counter() - started
+
+
+class CollectorPasses:
+    """The longest garbage collector pass while it is installed."""
+
+    def __init__(self) -> None:
+        self.longest, self._start = 0.0, 0.0
+        gc.callbacks.append(self._on)
+
+    def _on(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.longest = max(self.longest, time.perf_counter() - self._start)
+
+    def stop(self) -> None:
+        gc.callbacks.remove(self._on)
+
+
+async def measure_flush(kind: str, store) -> tuple[bool, str]:
+    """One snapshot of the whole store with a ticker on the loop: whether the
+    longest gap between two ticks stayed a small part of the flush, and the report."""
+    ticker = Ticker()
+    # A full collection scans the whole process's heap, holding the GIL: in a
+    # full test run that is every earlier test's leftovers, nothing of the
+    # flush's making. Frozen here as a server's writer freezes its survivors
+    # (ragkit.core.heap); the passes that still run are timed and reported.
+    gc.collect()
+    gc.freeze()
+    passes = CollectorPasses()
+    task = asyncio.create_task(ticker.run())
+    await asyncio.sleep(0.01)
+    try:
+        started = time.perf_counter()
+        await store.compact()
+        ended = time.perf_counter()
+    finally:
+        task.cancel()
+        passes.stop()
+        gc.unfreeze()
+    gaps = ticker.gaps(started, ended)
+    flush = ended - started
+    report = (
+        f"flush {flush:.3f} s, {len(gaps) - 1} ticks, longest gap {max(gaps):.3f} s, "
+        f"longest collector pass {passes.longest:.3f} s"
+    )
+    bound = GAP_SHARE * one_call(kind, N)
+    return len(gaps) > 10 and max(gaps) < bound, f"{report}, bound {bound:.3f} s"
+
+
 @pytest.mark.parametrize("kind", ["graph", "vector"])
 async def test_a_large_flush_lets_the_loop_turn(kind, tmp_path):
+    """Best of ``TRIES``: one long call holding the GIL fails every try; a
+    2-core machine busy with other work can stall the loop once by itself
+    (1.8 s of a 2.7 s flush was seen in a full CI run)."""
     store = make(kind, tmp_path)
     await store.open()
     await fill(store, N)
-    ticker = Ticker()
-    task = asyncio.create_task(ticker.run())
-    await asyncio.sleep(0.01)
-    started = time.perf_counter()
-    await store.compact()  # the whole store: a snapshot
-    ended = time.perf_counter()
-    task.cancel()
-    gaps = ticker.gaps(started, ended)
-    flush = ended - started
-    report = f"{kind}: flush {flush:.3f} s, {len(gaps) - 1} ticks, longest gap {max(gaps):.3f} s"
-    assert len(gaps) > 10, report
-    assert max(gaps) < GAP_SHARE * flush, report
+    reports = []
+    for _ in range(TRIES):
+        ok, report = await measure_flush(kind, store)
+        reports.append(report)
+        if ok:
+            break
+        journaled_file(store).touch(["item 000000"])  # dirty again: the next compact writes a whole snapshot
     await store.close()
+    assert ok, f"{kind}: " + "; ".join(reports)
 
 
 @pytest.mark.parametrize("kind", ["graph", "vector"])
