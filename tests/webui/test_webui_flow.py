@@ -105,10 +105,22 @@ def test_documents_ask_graph_delete(served, browser, tmp_path):
                 assert page.evaluate("() => document.documentElement.scrollWidth") <= wpx + 1, name
     page.set_viewport_size({"width": 1280, "height": 860})
 
-    # Graph edits (write key): rename an entity, then delete another.
+    # Graph edits (write key): rename an entity, then delete another. A Show
+    # empties the details pane at once: an editor left from the view being
+    # replaced was re-drawn under the user's typing (the rename once hit the
+    # fresh editor and renamed the entity to its own name). The subgraph's
+    # answer is held back until that is checked.
     page.get_by_role("link", name="Graph").click()
     page.get_by_label("Entity", exact=True).fill("Falcon Project")
+    held = []
+    page.route("**/graph/subgraph?*", lambda route: held.append(route))
     page.get_by_role("button", name="Show").click()
+    page.wait_for_function("() => document.querySelector('aside.details').innerText.includes('Loading')")
+    assert page.get_by_role("button", name="Rename").count() == 0
+    while not held:
+        page.wait_for_timeout(20)
+    held[0].continue_()
+    page.unroute("**/graph/subgraph?*")
     page.wait_for_function("() => window.__ragkitGraph && window.__ragkitGraph.nodes > 1")
     page.wait_for_function("() => document.querySelector('aside.details h2')?.innerText === 'Falcon Project'")
     page.get_by_label("New name").fill("Falcon Programme")

@@ -11,6 +11,7 @@ import { field, h, locLabel, toast } from './dom.js';
 import { failed } from './main.js';
 
 const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+const HINT = 'Click a node or an edge.';
 const LAYOUT_LIMIT = 2000; // nodes; above it the layout is a fixed spiral (no iterations)
 
 export async function graphPage(main) {
@@ -25,9 +26,11 @@ export async function graphPage(main) {
   const info = h('p', { class: 'muted', 'aria-live': 'polite' });
   const legend = h('ul', { class: 'legend', 'aria-label': 'Entity types' });
   const stage = h('div', { class: 'stage', role: 'img', 'aria-label': 'Graph view' });
-  const details = h('aside', { class: 'details', 'aria-label': 'Selection', 'aria-live': 'polite' }, h('p', { class: 'muted' }, 'Click a node or an edge.'));
+  const details = h('aside', { class: 'details', 'aria-label': 'Selection', 'aria-live': 'polite' }, h('p', { class: 'muted' }, HINT));
   main.append(h('h1', {}, 'Graph'), form, info, legend, h('div', { class: 'graphwrap' }, stage, details));
 
+  let selected = 0; // the latest selection (or view) wins over answers still on their way
+  let view = 0; // the latest Show wins over an earlier one still loading
   let typing;
   name.addEventListener('input', () => {
     clearTimeout(typing);
@@ -43,6 +46,12 @@ export async function graphPage(main) {
 
   async function show(entity) {
     if (!entity) return;
+    // What the details pane and the stats showed belongs to the view being
+    // replaced: an edit typed into it would act on the old view's entity.
+    const mine = ++view;
+    ++selected;
+    details.replaceChildren(h('p', { class: 'muted' }, 'Loading…'));
+    window.__ragkitGraph = null;
     const started = performance.now();
     let sub;
     try {
@@ -50,9 +59,12 @@ export async function graphPage(main) {
         query: { name: entity, depth: clamp(depth.value, 0, 5, 1), max_nodes: clamp(maxNodes.value, 1, 10000, 200), max_edges: 100000 },
       });
     } catch (ex) {
+      if (mine !== view) return;
+      details.replaceChildren(h('p', { class: 'muted' }, HINT));
       if (ex.status === 404) { info.textContent = `No entity “${entity}” here.`; return; }
       return failed(ex);
     }
+    if (mine !== view) return;
     const fetched = performance.now();
     draw(sub, entity);
     const drawn = await nextFrame();
@@ -61,6 +73,7 @@ export async function graphPage(main) {
     // The searched entity's details at once: reachable from the keyboard, not only by a click on the canvas.
     const centre = sub.nodes.find((x) => x.id.toLowerCase() === entity.toLowerCase()) || sub.nodes[0];
     if (centre) nodeDetails(centre.id);
+    else details.replaceChildren(h('p', { class: 'muted' }, HINT));
     info.textContent = sub.nodes.length
       ? `${stats.nodes} nodes, ${stats.edges} edges${sub.truncated ? ' (cut at the limits: raise them or go less deep)' : ''}, drawn in ${stats.firstRenderMs.toFixed(0)} ms.`
       : `No entity “${entity}” here.`;
@@ -96,8 +109,6 @@ export async function graphPage(main) {
     renderer.on('clickEdge', ({ edge }) => edgeDetails(g.source(edge), g.target(edge)));
     window.__ragkitSigma = renderer;
   }
-
-  let selected = 0; // the latest selection wins over answers still on their way
 
   async function nodeDetails(key) {
     const mine = ++selected;
@@ -150,7 +161,6 @@ export async function graphPage(main) {
     try {
       await call();
       toast('Saved');
-      details.replaceChildren(h('p', { class: 'muted' }, 'Click a node or an edge.'));
       if (next) name.value = next;
       await show(name.value.trim());
     } catch (ex) { failed(ex); }
