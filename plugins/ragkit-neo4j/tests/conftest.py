@@ -8,25 +8,22 @@ names ``graph:neo4j`` (as CI does) they fail instead.
 
 from __future__ import annotations
 
-import os
+import functools
 import uuid
 
 import pytest
 import pytest_asyncio
 
 from ragkit.protocols import StoreConfig
+from ragkit.testing.contracts.options import required_options
+from ragkit.testing.opened_stores import opened_stores
 from ragkit_neo4j import Neo4jGraphStore
 from ragkit_neo4j.testing import neo4j_options as server_options
 
 
 @pytest.fixture
 def neo4j_options() -> dict:
-    try:
-        return server_options()
-    except pytest.skip.Exception as exc:
-        if "graph:neo4j" in {p.strip() for p in os.environ.get("RAGKIT_CONTRACT_REQUIRE", "").split(",")}:
-            pytest.fail(f"a Bolt server is required (RAGKIT_CONTRACT_REQUIRE) but: {exc.msg}")
-        raise
+    return required_options(server_options, {"graph:neo4j"}, "a Bolt server")
 
 
 @pytest.fixture
@@ -44,20 +41,8 @@ def make_config(neo4j_options):
 @pytest_asyncio.fixture
 async def graphs():
     """``await graphs(config)``: an opened store, dropped and closed after the test."""
-    opened = []
-
-    async def open_store(config):
-        store = Neo4jGraphStore(config)
-        await store.open()
-        opened.append(store)
-        return store
-
-    yield open_store
-    for store in reversed(opened):
-        if not store.is_open:
-            await store.open()
-        await store.drop()
-        await store.close()
+    async with opened_stores() as open_store:
+        yield functools.partial(open_store, Neo4jGraphStore)
 
 
 @pytest_asyncio.fixture

@@ -10,13 +10,14 @@ Without the variable these tests skip; when ``RAGKIT_CONTRACT_REQUIRE`` names a
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest
 import pytest_asyncio
 
 from ragkit.protocols import StoreConfig
+from ragkit.testing.contracts.options import required_options
+from ragkit.testing.opened_stores import opened_stores
 from ragkit_postgres.testing import postgres_options
 
 KEYS = {"kv:postgres", "doc_status:postgres", "vector:postgres", "graph:postgres"}
@@ -24,13 +25,7 @@ KEYS = {"kv:postgres", "doc_status:postgres", "vector:postgres", "graph:postgres
 
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
-    required = {p.strip() for p in os.environ.get("RAGKIT_CONTRACT_REQUIRE", "").split(",")}
-    try:
-        return postgres_options()["dsn"]
-    except pytest.skip.Exception as exc:
-        if required & KEYS:
-            pytest.fail(f"PostgreSQL is required (RAGKIT_CONTRACT_REQUIRE) but: {exc.msg}")
-        raise
+    return required_options(postgres_options, KEYS, "PostgreSQL")["dsn"]
 
 
 @pytest.fixture
@@ -46,17 +41,5 @@ def make_config(postgres_url):
 @pytest_asyncio.fixture
 async def stores():
     """Opens stores for a test and drops and closes them afterwards."""
-    opened = []
-
-    async def open_store(cls, config):
-        store = cls(config)
-        await store.open()
-        opened.append(store)
-        return store
-
-    yield open_store
-    for store in opened:
-        if not store.is_open:
-            await store.open()
-        await store.drop()
-        await store.close()
+    async with opened_stores() as open_store:
+        yield open_store

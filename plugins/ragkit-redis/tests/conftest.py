@@ -8,26 +8,21 @@ the variable these tests skip; when ``RAGKIT_CONTRACT_REQUIRE`` names
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest
 import pytest_asyncio
 
 from ragkit.protocols import StoreConfig
+from ragkit.testing.contracts.options import required_options
+from ragkit.testing.opened_stores import opened_stores
 from ragkit_redis import RedisDocStatusStore, RedisKVStore
 from ragkit_redis.testing import redis_options
 
 
 @pytest.fixture
 def redis_url() -> str:
-    required = {p.strip() for p in os.environ.get("RAGKIT_CONTRACT_REQUIRE", "").split(",")}
-    try:
-        return redis_options()["url"]
-    except pytest.skip.Exception as exc:
-        if required & {"kv:redis", "doc_status:redis"}:
-            pytest.fail(f"Redis is required (RAGKIT_CONTRACT_REQUIRE) but: {exc.msg}")
-        raise
+    return required_options(redis_options, {"kv:redis", "doc_status:redis"}, "Redis")["url"]
 
 
 @pytest.fixture
@@ -45,20 +40,8 @@ def make_config(redis_url):
 @pytest_asyncio.fixture
 async def stores():
     """Opens stores for a test and drops and closes them afterwards."""
-    opened = []
-
-    async def open_store(cls, config):
-        store = cls(config)
-        await store.open()
-        opened.append(store)
-        return store
-
-    yield open_store
-    for store in opened:
-        if not store.is_open:
-            await store.open()
-        await store.drop()
-        await store.close()
+    async with opened_stores() as open_store:
+        yield open_store
 
 
 @pytest_asyncio.fixture

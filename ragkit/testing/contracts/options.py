@@ -95,3 +95,21 @@ def reachable_url(env: str, hint: str, default_port: int) -> str:
     except OSError as exc:
         pytest.skip(f"{env}={url} does not accept connections: {exc}")
     return url
+
+
+def required_options(factory: Callable[[], Mapping[str, Any]], keys: set[str], what: str) -> dict[str, Any]:
+    """``factory()`` for a plugin's own tests: its skip (no server reachable)
+    becomes a failure when ``RAGKIT_CONTRACT_REQUIRE`` names one of ``keys``
+    (``"kind:name"``), as in the contract run: CI never skips a backend it
+    promised to test."""
+    import os
+
+    import pytest
+
+    required = {p.strip() for p in os.environ.get("RAGKIT_CONTRACT_REQUIRE", "").split(",")}
+    try:
+        return dict(factory())
+    except pytest.skip.Exception as exc:
+        if required & keys:
+            pytest.fail(f"{what} is required (RAGKIT_CONTRACT_REQUIRE) but: {exc.msg}")
+        raise
