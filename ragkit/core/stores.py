@@ -22,6 +22,20 @@ from ragkit.protocols import DocStatusStore, GraphStore, KVStore, VectorStore
 log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=Callable[..., Awaitable[Any]])
+T = TypeVar("T")
+
+
+async def in_pages(items: AsyncIterator[T], size: int) -> AsyncIterator[list[T]]:
+    """A store's streamed items (``keys()``, ``nodes()``, ...) in lists of
+    ``size``, the last one shorter: export and migrate read in bounded pages."""
+    page: list[T] = []
+    async for item in items:
+        page.append(item)
+        if len(page) == size:
+            yield page
+            page = []
+    if page:
+        yield page
 
 
 def writes(what: str) -> Callable[[M], M]:

@@ -34,7 +34,7 @@ from pydantic import BaseModel
 
 from ragkit.access import Principal
 from ragkit.core.scope import Restrictor, ScopedGraph, resolve_scope
-from ragkit.core.stores import Stores
+from ragkit.core.stores import Stores, in_pages
 from ragkit.errors import ExportError
 from ragkit.schema import Edge, Node
 
@@ -214,7 +214,7 @@ class _Reads:
 
 async def _nodes(reads: _Reads, cited: set[str]) -> AsyncIterator[Node]:
     """Every node, adding its source chunks to ``cited`` on the way."""
-    async for batch in _batches(reads.stores.graph.nodes()):
+    async for batch in in_pages(reads.stores.graph.nodes(), _BATCH):
         if reads.view is not None:
             scoped = await reads.view.restrict_nodes([(n.id, n.properties) for n in batch])
             batch = [Node(id=n.id, properties=p) for n, p in zip(batch, scoped) if p is not None]
@@ -224,24 +224,13 @@ async def _nodes(reads: _Reads, cited: set[str]) -> AsyncIterator[Node]:
 
 
 async def _edges(reads: _Reads, cited: set[str]) -> AsyncIterator[Edge]:
-    async for batch in _batches(reads.stores.graph.edges()):
+    async for batch in in_pages(reads.stores.graph.edges(), _BATCH):
         if reads.view is not None:
             scoped = await reads.view.restrict_edges([(e.key, e.properties) for e in batch])
             batch = [Edge(source=e.source, target=e.target, properties=p) for e, p in zip(batch, scoped) if p is not None]
         for edge in batch:
             cited.update(map(str, edge.properties.get("source_ids", [])))  # type: ignore[arg-type]
             yield edge
-
-
-async def _batches(items: AsyncIterator[Any]) -> AsyncIterator[list[Any]]:
-    batch = []
-    async for item in items:
-        batch.append(item)
-        if len(batch) == _BATCH:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def _flat(properties: dict[str, Any]) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from ragkit.core.stores import Stores
+from ragkit.core.stores import Stores, in_pages
 from ragkit.errors import MigrateError
 from ragkit.protocols import KVStore, VectorStore
 from ragkit.schema import DocStatusRecord
@@ -108,21 +108,10 @@ class _Part:
         return a == b
 
 
-async def _batched(items: AsyncIterator[Any], batch: int) -> AsyncIterator[list[Any]]:
-    page: list[Any] = []
-    async for item in items:
-        page.append(item)
-        if len(page) == batch:
-            yield page
-            page = []
-    if page:
-        yield page
-
-
 class _KV(_Part):
     async def pages(self, stores: Stores, batch: int) -> AsyncIterator[list[Item]]:
         store: KVStore = self.store(stores)
-        async for keys in _batched(store.keys(), batch):
+        async for keys in in_pages(store.keys(), batch):
             yield [(k, v) for k, v in zip(keys, await store.get_many(keys)) if v is not None]
 
     async def write(self, stores: Stores, items: list[Item]) -> None:
@@ -161,7 +150,7 @@ class _Nodes(_Part):
         return await stores.graph.node_count()
 
     async def pages(self, stores: Stores, batch: int) -> AsyncIterator[list[Item]]:
-        async for nodes in _batched(stores.graph.nodes(), batch):
+        async for nodes in in_pages(stores.graph.nodes(), batch):
             yield [(n.id, n.properties) for n in nodes]
 
     async def write(self, stores: Stores, items: list[Item]) -> None:
@@ -176,7 +165,7 @@ class _Edges(_Part):
         return await stores.graph.edge_count()
 
     async def pages(self, stores: Stores, batch: int) -> AsyncIterator[list[Item]]:
-        async for edges in _batched(stores.graph.edges(), batch):
+        async for edges in in_pages(stores.graph.edges(), batch):
             yield [(e.key, e.properties) for e in edges]
 
     async def write(self, stores: Stores, items: list[Item]) -> None:
