@@ -15,8 +15,5 @@ def served(tmp_path_factory) -> Iterator[tuple[Server, Keys]]:
     working_dir.mkdir()
     keys = make_keys(working_dir)
     limits = {"RAGKIT_SERVER__MAX_UPLOAD_BYTES": "300000", "RAGKIT_SERVER__MAX_UPLOAD_FILES": "5"}
-    server = Server(working_dir).start(extra_env=limits)
-    try:
+    with Server(working_dir).start(extra_env=limits) as server:
         yield server, keys
-    finally:
-        server.stop()

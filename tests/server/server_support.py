@@ -73,6 +73,13 @@ class Server:
                 time.sleep(0.1)
         raise AssertionError(f"the server did not start: {self.log.read_text()}")
 
+    def __enter__(self) -> Server:
+        """``with Server(dir).start() as server:`` stops it however the block ends."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(sig)

@@ -55,14 +55,11 @@ def serve(tmp_path: Path, env: dict[str, str]) -> Iterator[tuple[Server, str]]:
     working_dir = tmp_path / "data"
     working_dir.mkdir()
     keys = make_keys(working_dir)
-    server = Server(working_dir).start(extra_env=env)
-    try:
+    with Server(working_dir).start(extra_env=env) as server:
         with client(server, keys.writer) as c:  # open the workspace first: its stores are not a bomb's cost
             r = c.post(f"{W}/documents/texts", json={"texts": ["The warm-up text of the Okapi vault."]})
             assert wait_job(c, r.json()["url"])["state"] == "done"
         yield server, keys.writer
-    finally:
-        server.stop()
 
 
 class HealthWatch:

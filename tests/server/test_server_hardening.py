@@ -27,11 +27,8 @@ def hardened(tmp_path_factory):
         made = subprocess.run([sys.executable, "-m", "ragkit", "keys", "create", *args, "--user", name, "--scope", "write"],
                               env=env, capture_output=True, text=True, check=True)
         tokens[name] = made.stdout.strip()
-    server = Server(working_dir).start()
-    try:
+    with Server(working_dir).start() as server:
         yield server, tokens
-    finally:
-        server.stop()
 
 
 def test_reads_never_create_a_workspace(hardened):

@@ -58,11 +58,8 @@ def guarded(tmp_path_factory) -> Iterator[tuple[Server, object]]:
     working_dir = tmp_path_factory.mktemp("perimeter") / "data"
     working_dir.mkdir()
     keys = make_keys(working_dir)
-    server = Server(working_dir).start(extra_env=LIMITS)
-    try:
+    with Server(working_dir).start(extra_env=LIMITS) as server:
         yield server, keys
-    finally:
-        server.stop()
 
 
 # -- Starting -----------------------------------------------------------------------------------------
@@ -108,8 +105,7 @@ def test_keyless_mode_serves_loopback_clients_only(tmp_path):
     key reads everything; a key that is sent is still checked; a client behind
     a local proxy (``X-Forwarded-For``) is no loopback client; Host and Origin
     still hold (the issue's DNS rebinding and cross-site upload)."""
-    server = Server(tmp_path / "open").start(extra_env={"RAGKIT_SERVER__ALLOW_KEYLESS": "true"})
-    try:
+    with Server(tmp_path / "open").start(extra_env={"RAGKIT_SERVER__ALLOW_KEYLESS": "true"}) as server:
         with client(server, None) as c:
             assert c.get("/w/default/documents").status_code == 404, "a read creates no workspace"
             made = c.post("/w/default/documents/texts", json={"texts": ["Keyless mode writes too."]})
@@ -126,8 +122,6 @@ def test_keyless_mode_serves_loopback_clients_only(tmp_path):
         with client(server, "rk_not-a-key") as c:
             assert c.get("/w/default/documents").status_code == 401
         assert "keyless mode" in server.log_text()
-    finally:
-        server.stop()
 
 
 # -- Revoking every key -------------------------------------------------------------------------------
@@ -148,8 +142,7 @@ def test_revoking_every_key_closes_the_server(tmp_path):
     working_dir = tmp_path / "data"
     working_dir.mkdir()
     keys = make_keys(working_dir)
-    server = Server(working_dir).start()
-    try:
+    with Server(working_dir).start() as server:
         with client(server, keys.writer) as c:
             done = wait_job(c, c.post(f"{W}/documents/texts", json={"texts": [CANARY]}).json()["url"])
             assert done["state"] == "done"
@@ -165,8 +158,6 @@ def test_revoking_every_key_closes_the_server(tmp_path):
                     assert r.status_code == 401, (token is None, method, path, r.text)
                     assert "Quillon" not in r.text and "ragkit keys create" in r.text
         assert "no active API key" in server.log_text(), "the operator is told"
-    finally:
-        server.stop()
     assert KeyStore(working_dir / "server_keys.sqlite").active_count() == 0
 
 

@@ -20,8 +20,7 @@ def test_pool_bounds_evicts_and_closes_idle(tmp_path):
     for ws in ("one", "two"):  # existing workspaces (a read never creates one)
         (working_dir / ws).mkdir()
     env = {"RAGKIT_SERVER__POOL_SIZE": "1", "RAGKIT_SERVER__IDLE_TIMEOUT": "1"}
-    server = Server(working_dir).start(delay=0.3, extra_env=env)
-    try:
+    with Server(working_dir).start(delay=0.3, extra_env=env) as server:
         with client(server, keys.admin) as c:
             for ws in ("one", "two", "one"):  # each evicts the other, idle, for its place
                 assert c.get(f"/w/{ws}/documents").status_code == 200
@@ -35,5 +34,3 @@ def test_pool_bounds_evicts_and_closes_idle(tmp_path):
             assert busy.status_code == 503 and "pool_size" in busy.json()["error"]
             assert wait_job(c, r.json()["url"])["state"] == "done"
             assert c.get("/w/two/documents").status_code == 200, "free again once the job ended"
-    finally:
-        server.stop()

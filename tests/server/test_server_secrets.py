@@ -135,8 +135,7 @@ def seen(tmp_path_factory) -> Iterator[dict[str, Any]]:
     working_dir.mkdir()
     keys: Keys = make_keys(working_dir)
     with EchoingModelServer() as model:
-        server = Server(working_dir).start(extra_env=_model_env(model.url))
-        try:
+        with Server(working_dir).start(extra_env=_model_env(model.url)) as server:
             model.failing = {"/chat/completions", "/embeddings"}
             with client(server, keys.reader) as reader, client(server, keys.writer) as writer:
                 bodies = _reads(reader)
@@ -150,8 +149,6 @@ def seen(tmp_path_factory) -> Iterator[dict[str, Any]]:
                 failed_job, job_bodies = _ingest(writer, "Carol met Dan in Rome.")
                 bodies |= {f"{k}, failed job": v for k, v in job_bodies.items()}
             echoed = [r for r in model.requests if r.status == 401]
-        finally:
-            server.stop()
         yield {"bodies": bodies, "log": server.log_text(), "model_host": f"127.0.0.1:{model.port}",
                "echoed": echoed, "failed_document": failed_document, "failed_job": failed_job}
 

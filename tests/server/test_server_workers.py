@@ -25,8 +25,7 @@ def test_two_workers_share_one_workspace(tmp_path):
     working_dir = tmp_path / "data"
     working_dir.mkdir()
     keys = make_keys(working_dir)
-    server = Server(working_dir).start(extra_env={"RAGKIT_SERVER__WORKERS": "2"})
-    try:
+    with Server(working_dir).start(extra_env={"RAGKIT_SERVER__WORKERS": "2"}) as server:
         assert len(_children(server.proc.pid)) >= 2, "uvicorn runs two worker processes"
         auth = {"Authorization": f"Bearer {keys.writer}"}
         texts = [f"Keeper {i} of the Vellmoor light logged storm number {i}." for i in range(6)]
@@ -48,6 +47,4 @@ def test_two_workers_share_one_workspace(tmp_path):
                                                                   "chunk_top_k": 10}, headers=auth, timeout=60)
             assert r.status_code == 200, r.text
             assert len({ref["doc_id"] for ref in r.json()["sources"]}) == len(texts), r.json()["sources"]
-    finally:
-        server.stop()
     assert "Traceback" not in server.log_text()

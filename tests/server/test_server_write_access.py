@@ -41,11 +41,8 @@ def server(tmp_path_factory):
             ("lena", "lena", ["legal"], "write"), ("root", "root", [], "admin"), ("rita", "rita", [], "read"),
         )
     }
-    srv = Server(working_dir).start()
-    try:
+    with Server(working_dir).start() as srv:
         yield srv, keys
-    finally:
-        srv.stop()
 
 
 def _c(server, name: str) -> httpx.Client:

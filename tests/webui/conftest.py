@@ -21,11 +21,8 @@ def served(tmp_path_factory) -> Iterator[tuple[Server, Keys]]:
     working_dir = tmp_path_factory.mktemp("webui") / "data"
     working_dir.mkdir()
     keys = make_keys(working_dir)
-    server = Server(working_dir).start(delay=0.15)
-    try:
+    with Server(working_dir).start(delay=0.15) as server:
         yield server, keys
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -46,11 +46,8 @@ def big(tmp_path_factory):
         return time.perf_counter() - started
 
     build_s = asyncio.run(build())
-    server = Server(working_dir).start()
-    try:
+    with Server(working_dir).start() as server:
         yield server, keys, build_s
-    finally:
-        server.stop()
 
 
 def test_ten_thousand_nodes_render_and_pan(big, browser):

@@ -26,11 +26,8 @@ def flaky(tmp_path_factory):
     env = {"RAGKIT_LLM": "flaky_llm:FlakyOfflineLLM", "RAGKIT_LLM__DELAY": None, "RAGKIT_LLM__API_KEY": None,
            "RAGKIT_TEST_FAIL_FLAG": str(flag),
            "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent / "server"), os.environ.get("PYTHONPATH", "")])}
-    server = Server(working_dir).start(extra_env=env)
-    try:
+    with Server(working_dir).start(extra_env=env) as server:
         yield server, keys, flag
-    finally:
-        server.stop()
 
 
 def test_a_failed_document_is_retried(flaky, browser):
