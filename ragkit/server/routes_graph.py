@@ -14,21 +14,21 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.encoders import jsonable_encoder
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, Response
 from pydantic import BaseModel, Field
 from starlette.background import BackgroundTask
 
 from ragkit.core.files import private_dir
-from ragkit.server.context import RequestContext, read_context, write_context
+from ragkit.server.context import RequestContext, model_response, read_context, write_context
 from ragkit.server.jobs import server_dir
 
 router = APIRouter(prefix="/w/{workspace}/graph", tags=["graph"])
 
 
-def _json(value: Any) -> Any:
+async def _json(value: BaseModel | None) -> Response:
     if value is None:
         raise HTTPException(404, "not found in this workspace (or not readable with this key)")
-    return jsonable_encoder(value.model_dump(mode="json") if isinstance(value, BaseModel) else value)
+    return await model_response(value)
 
 
 @router.get("/entities", summary="Search entities by name")
@@ -40,16 +40,16 @@ async def search_entities(
 
 
 @router.get("/entity", summary="One entity with its sources")
-async def entity(name: Annotated[str, Query(min_length=1)], ctx: RequestContext = Depends(read_context)) -> Any:
-    return _json(await ctx.rag.aentity(name, **ctx.read_options()))
+async def entity(name: Annotated[str, Query(min_length=1)], ctx: RequestContext = Depends(read_context)) -> Response:
+    return await _json(await ctx.rag.aentity(name, **ctx.read_options()))
 
 
 @router.get("/relation", summary="One relation with its sources")
 async def relation(
     source: Annotated[str, Query(min_length=1)], target: Annotated[str, Query(min_length=1)],
     ctx: RequestContext = Depends(read_context),
-) -> Any:
-    return _json(await ctx.rag.arelation(source, target, **ctx.read_options()))
+) -> Response:
+    return await _json(await ctx.rag.arelation(source, target, **ctx.read_options()))
 
 
 @router.get("/subgraph", summary="The neighbourhood of an entity, bounded")
@@ -59,8 +59,8 @@ async def subgraph(
     max_nodes: Annotated[int, Query(ge=1, le=10000)] = 200,
     max_edges: Annotated[int, Query(ge=0, le=100000)] = 1000,
     ctx: RequestContext = Depends(read_context),
-) -> Any:
-    return _json(await ctx.rag.asubgraph(name, depth=depth, max_nodes=max_nodes, max_edges=max_edges, **ctx.read_options()))
+) -> Response:
+    return await _json(await ctx.rag.asubgraph(name, depth=depth, max_nodes=max_nodes, max_edges=max_edges, **ctx.read_options()))
 
 
 class EntityIn(BaseModel):

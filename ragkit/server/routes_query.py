@@ -6,7 +6,6 @@ registered mode (``ppr`` included), validated by the Python API's own model.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 
@@ -17,7 +16,7 @@ from pydantic import Field
 from ragkit.errors import public_message
 from ragkit.redact import redact
 from ragkit.schema import QueryParam, QueryResult
-from ragkit.server.context import RequestContext, read_context
+from ragkit.server.context import RequestContext, model_response, read_context
 
 router = APIRouter(prefix="/w/{workspace}", tags=["query"])
 log = logging.getLogger(__name__)
@@ -35,29 +34,21 @@ def _result(result: QueryResult) -> dict:
     return result.model_dump(mode="json")
 
 
-async def _json(result: QueryResult) -> Response:
-    # pydantic-core serializes in one pass; FastAPI's jsonable_encoder walks
-    # every entity and chunk in Python (several ms on a large result). In a
-    # worker thread: the result is this request's own, and the loop answers
-    # other requests meanwhile.
-    return Response(await asyncio.to_thread(result.model_dump_json), media_type="application/json")
-
-
 @router.post("/query", summary="Answer a question, with references")
 async def query(body: QueryIn, ctx: RequestContext = Depends(read_context)) -> Response:
-    return await _json(await ctx.rag.aquery(body.question, _param(body, stream=False), **ctx.read_options()))
+    return await model_response(await ctx.rag.aquery(body.question, _param(body, stream=False), **ctx.read_options()))
 
 
 @router.post("/query/context", summary="The retrieved context only (no answer call)")
 async def query_context(body: QueryIn, ctx: RequestContext = Depends(read_context)) -> Response:
     param = _param(body, stream=False, only_need_context=True, only_need_prompt=False)
-    return await _json(await ctx.rag.aquery(body.question, param, **ctx.read_options()))
+    return await model_response(await ctx.rag.aquery(body.question, param, **ctx.read_options()))
 
 
 @router.post("/query/prompt", summary="The answer prompt only (no answer call)")
 async def query_prompt(body: QueryIn, ctx: RequestContext = Depends(read_context)) -> Response:
     param = _param(body, stream=False, only_need_prompt=True, only_need_context=False)
-    return await _json(await ctx.rag.aquery(body.question, param, **ctx.read_options()))
+    return await model_response(await ctx.rag.aquery(body.question, param, **ctx.read_options()))
 
 
 @router.post("/query/stream", summary="The answer as NDJSON: {\"delta\"} lines, then {\"done\", references...}")
