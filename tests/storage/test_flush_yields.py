@@ -17,9 +17,10 @@ loop for. The best of three tries counts: a long call fails every try, a busy
 encodes are neither lost nor mixed into it.
 
 Troubleshooting: a failure prints, per try, the flush's duration, the ticks,
-the longest gap and collector pass, and the bound. A new long single call in a store's ``_encode_changes`` or
-``_snapshot`` (one ``json.dumps`` of the whole store holds the GIL from start
-to end, in a thread as well) must be split (``snapshot_journal.json_array``).
+the longest gap and collector pass, and the bound. A new long single call in
+a store's ``_encode_changes`` or ``_snapshot`` (one ``json.dumps`` of the
+whole store holds the GIL from start to end, in a thread as well) must be
+split (``snapshot_journal.json_array``).
 """
 
 from __future__ import annotations
@@ -49,15 +50,29 @@ def make(kind: str, root) -> NetworkXGraphStore | NumpyVectorStore:
     return NetworkXGraphStore(cfg) if kind == "graph" else NumpyVectorStore(cfg)
 
 
+TEXT = "a description long enough to cost something to encode, " * 3
+
+
+def item_id(i: int) -> str:
+    return f"item {i:06d}"
+
+
+def node(k: int) -> dict:
+    return {"description": TEXT, "source_id": "c1<SEP>c2", "n": k}
+
+
+def meta(k: int) -> dict:
+    return {"doc_id": f"d{k % 97}", "text": TEXT}
+
+
 async def fill(store, n: int, start: int = 0) -> None:
-    text = "a description long enough to cost something to encode, " * 3
-    ids = [f"item {i:06d}" for i in range(start, start + n)]
+    ids = [item_id(i) for i in range(start, start + n)]
     if isinstance(store, NetworkXGraphStore):
-        await store.upsert_nodes({i: {"description": text, "source_id": "c1<SEP>c2", "n": k} for k, i in enumerate(ids)})
-        await store.upsert_edges([(a, b, {"description": text, "weight": 1.0}) for a, b in zip(ids, ids[1:])])
+        await store.upsert_nodes({i: node(k) for k, i in enumerate(ids)})
+        await store.upsert_edges([(a, b, {"description": TEXT, "weight": 1.0}) for a, b in zip(ids, ids[1:])])
     else:
         vectors = np.random.default_rng(start).standard_normal((n, 8)).astype(np.float32)
-        await store.upsert(ids, vectors, [{"doc_id": f"d{k % 97}", "text": text} for k in range(n)])
+        await store.upsert(ids, vectors, [meta(k) for k in range(n)])
 
 
 class Ticker:
@@ -78,11 +93,7 @@ def one_call(kind: str, n: int) -> float:
     """Seconds of one ``json.dumps`` of the ``n`` items ``fill`` gave the
     store (a graph's nodes, a vector store's metadata), measured now: the
     machine's speed and load of the moment."""
-    text = "a description long enough to cost something to encode, " * 3
-    if kind == "graph":
-        items: list = [[f"item {i:06d}", {"description": text, "source_id": "c1<SEP>c2", "n": i}] for i in range(n)]
-    else:
-        items = [{"doc_id": f"d{k % 97}", "text": text} for k in range(n)]
+    items = [[item_id(k), node(k)] for k in range(n)] if kind == "graph" else [meta(k) for k in range(n)]
     started = time.perf_counter()
     json.dumps(items, ensure_ascii=False)
     return time.perf_counter() - started
@@ -107,7 +118,8 @@ class CollectorPasses:
 
 async def measure_flush(kind: str, store) -> tuple[bool, str]:
     """One snapshot of the whole store with a ticker on the loop: whether the
-    longest gap between two ticks stayed a small part of the flush, and the report."""
+    longest gap between two ticks stayed under ``GAP_SHARE`` of ``one_call``,
+    and the report."""
     ticker = Ticker()
     # A full collection scans the whole process's heap, holding the GIL: in a
     # full test run that is every earlier test's leftovers, nothing of the
@@ -150,7 +162,7 @@ async def test_a_large_flush_lets_the_loop_turn(kind, tmp_path):
         reports.append(report)
         if ok:
             break
-        journaled_file(store).touch(["item 000000"])  # dirty again: the next compact writes a whole snapshot
+        journaled_file(store).touch([item_id(0)])  # dirty again: the next compact writes a whole snapshot
     await store.close()
     assert ok, f"{kind}: " + "; ".join(reports)
 
