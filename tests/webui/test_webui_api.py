@@ -4,10 +4,10 @@ chunk id and access lists, each under the rules of every read route."""
 
 from __future__ import annotations
 
-
 import httpx
 
-from webui_support import CANARY, HIDDEN_TEXT, wait_job
+from server_support import wait_job
+from webui_support import CANARY, HIDDEN_TEXT
 
 
 def _client(server, key: str | None) -> httpx.Client:

@@ -13,7 +13,8 @@ import time
 
 import httpx
 
-from webui_support import CANARY, HIDDEN_TEXT, WIDTHS, docx_bytes, open_page, pdf_bytes, shot, sign_in, wait_job
+from server_support import wait_job
+from webui_support import CANARY, HIDDEN_TEXT, WIDTHS, docx_bytes, open_page, pdf_bytes, shot, sign_in
 
 
 def _upload_and_watch(page, tmp_path) -> list[tuple[float, float]]:
@@ -117,8 +118,11 @@ def test_documents_ask_graph_delete(served, browser, tmp_path):
     page.get_by_role("button", name="Show").click()
     page.wait_for_function("() => document.querySelector('aside.details').innerText.includes('Loading')")
     assert page.get_by_role("button", name="Rename").count() == 0
-    while not held:
+    for _ in range(500):  # the request reaches the route handler within seconds
+        if held:
+            break
         page.wait_for_timeout(20)
+    assert held, "the Show never asked for /graph/subgraph"
     held[0].continue_()
     page.unroute("**/graph/subgraph?*")
     page.wait_for_function("() => window.__ragkitGraph && window.__ragkitGraph.nodes > 1")

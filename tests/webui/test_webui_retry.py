@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from server_support import Server
-from webui_support import make_keys, open_page, sign_in, wait_job
+from server_support import Server, wait_job
+from webui_support import make_keys, open_page, sign_in
 
 HERE = Path(__file__).resolve().parent
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,10 +107,3 @@ def shot(page, name: str, width: str) -> Path:
     page.screenshot(path=str(path), full_page=True)
     return path
 
-
-def wait_job(c, url: str, seconds: float = 60) -> dict:
-    """The ingestion job at ``url`` once done or failed (or as it is after ``seconds``)."""
-    deadline = time.monotonic() + seconds
-    while (job := c.get(url).json())["state"] not in ("done", "failed") and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return job
