@@ -26,7 +26,7 @@ export async function graphPage(main) {
   const info = h('p', { class: 'muted', 'aria-live': 'polite' });
   const legend = h('ul', { class: 'legend', 'aria-label': 'Entity types' });
   const stage = h('div', { class: 'stage', role: 'img', 'aria-label': 'Graph view' });
-  const details = h('aside', { class: 'details', 'aria-label': 'Selection', 'aria-live': 'polite' }, h('p', { class: 'muted' }, HINT));
+  const details = h('aside', { class: 'details', 'aria-label': 'Selection', 'aria-live': 'polite' }, note(HINT));
   main.append(h('h1', {}, 'Graph'), form, info, legend, h('div', { class: 'graphwrap' }, stage, details));
 
   let selected = 0; // the latest selection (or view) wins over answers still on their way
@@ -50,7 +50,7 @@ export async function graphPage(main) {
     // replaced: an edit typed into it would act on the old view's entity.
     const mine = ++view;
     ++selected;
-    details.replaceChildren(h('p', { class: 'muted' }, 'Loading…'));
+    details.replaceChildren(note('Loading…'));
     window.__ragkitGraph = null;
     const started = performance.now();
     let sub;
@@ -60,7 +60,7 @@ export async function graphPage(main) {
       });
     } catch (ex) {
       if (mine !== view) return;
-      details.replaceChildren(h('p', { class: 'muted' }, HINT));
+      details.replaceChildren(note(HINT));
       if (ex.status === 404) { info.textContent = `No entity “${entity}” here.`; return; }
       return failed(ex);
     }
@@ -73,7 +73,7 @@ export async function graphPage(main) {
     // The searched entity's details at once: reachable from the keyboard, not only by a click on the canvas.
     const centre = sub.nodes.find((x) => x.id.toLowerCase() === entity.toLowerCase()) || sub.nodes[0];
     if (centre) nodeDetails(centre.id);
-    else details.replaceChildren(h('p', { class: 'muted' }, HINT));
+    else details.replaceChildren(note(HINT));
     info.textContent = sub.nodes.length
       ? `${stats.nodes} nodes, ${stats.edges} edges${sub.truncated ? ' (cut at the limits: raise them or go less deep)' : ''}, drawn in ${stats.firstRenderMs.toFixed(0)} ms.`
       : `No entity “${entity}” here.`;
@@ -117,7 +117,7 @@ export async function graphPage(main) {
       const srcs = await sources(e.sources);
       if (mine !== selected) return;
       const p = e.properties;
-      details.replaceChildren(h('h2', {}, p.name || e.key), h('p', { class: 'muted' }, `${p.type || 'entity'} · ${e.degree} relations`),
+      details.replaceChildren(h('h2', {}, p.name || e.key), note(`${p.type || 'entity'} · ${e.degree} relations`),
         h('p', { class: 'desc' }, p.description || ''), ...srcs, ...(canWrite() ? editor(e.key, p.name || e.key) : []));
     } catch (ex) { failed(ex); }
   }
@@ -129,7 +129,7 @@ export async function graphPage(main) {
       const srcs = await sources(r.sources);
       if (mine !== selected) return;
       const p = r.properties;
-      details.replaceChildren(h('h2', {}, `${r.source} — ${r.target}`), h('p', { class: 'muted' }, p.keywords || ''),
+      details.replaceChildren(h('h2', {}, `${r.source} — ${r.target}`), note(p.keywords || ''),
         h('p', { class: 'desc' }, p.description || ''), ...srcs);
     } catch (ex) { failed(ex); }
   }
@@ -169,5 +169,6 @@ export async function graphPage(main) {
   return () => { if (renderer) renderer.kill(); renderer = null; delete window.__ragkitSigma; };
 }
 
+const note = (text) => h('p', { class: 'muted' }, text);
 const clamp = (v, lo, hi, d) => { const n = Number.parseInt(v, 10); return Number.isNaN(n) ? d : Math.min(hi, Math.max(lo, n)); };
 const nextFrame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now()))));
