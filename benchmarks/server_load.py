@@ -137,7 +137,8 @@ with httpx.Client(base_url=url, timeout=60) as c:
             failures += 1
         seconds.append(time.perf_counter() - t)
         time.sleep(every)
-json.dump({"seconds": seconds, "failures": failures}, open(out, "w"))
+with open(out, "w") as fh:
+    json.dump({"seconds": seconds, "failures": failures}, fh)
 """
 PROBE_LABEL = "GET /health (own process)"
 
@@ -149,7 +150,9 @@ class HealthProbe:
     as much as the server. Both figures are reported; the server's is this one."""
 
     def __init__(self, url: str, every: float = 0.2) -> None:
-        self.out = Path(tempfile.mkstemp(prefix="health-probe-", suffix=".json")[1])
+        fd, out = tempfile.mkstemp(prefix="health-probe-", suffix=".json")
+        os.close(fd)  # the probe writes the file by name when it stops
+        self.out = Path(out)
         self.proc = subprocess.Popen([sys.executable, "-c", PROBE, url, str(self.out), str(every)])
 
     def stop(self, load: Load) -> None:
