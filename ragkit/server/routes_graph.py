@@ -25,7 +25,7 @@ from ragkit.server.jobs import server_dir
 router = APIRouter(prefix="/w/{workspace}/graph", tags=["graph"])
 
 
-async def _json(value: BaseModel | None) -> Response:
+async def _found(value: BaseModel | None) -> Response:
     if value is None:
         raise HTTPException(404, "not found in this workspace (or not readable with this key)")
     return await model_response(value)
@@ -41,7 +41,7 @@ async def search_entities(
 
 @router.get("/entity", summary="One entity with its sources")
 async def entity(name: Annotated[str, Query(min_length=1)], ctx: RequestContext = Depends(read_context)) -> Response:
-    return await _json(await ctx.rag.aentity(name, **ctx.read_options()))
+    return await _found(await ctx.rag.aentity(name, **ctx.read_options()))
 
 
 @router.get("/relation", summary="One relation with its sources")
@@ -49,7 +49,7 @@ async def relation(
     source: Annotated[str, Query(min_length=1)], target: Annotated[str, Query(min_length=1)],
     ctx: RequestContext = Depends(read_context),
 ) -> Response:
-    return await _json(await ctx.rag.arelation(source, target, **ctx.read_options()))
+    return await _found(await ctx.rag.arelation(source, target, **ctx.read_options()))
 
 
 @router.get("/subgraph", summary="The neighbourhood of an entity, bounded")
@@ -60,7 +60,7 @@ async def subgraph(
     max_edges: Annotated[int, Query(ge=0, le=100000)] = 1000,
     ctx: RequestContext = Depends(read_context),
 ) -> Response:
-    return await _json(await ctx.rag.asubgraph(name, depth=depth, max_nodes=max_nodes, max_edges=max_edges, **ctx.read_options()))
+    return await _found(await ctx.rag.asubgraph(name, depth=depth, max_nodes=max_nodes, max_edges=max_edges, **ctx.read_options()))
 
 
 class EntityIn(BaseModel):
