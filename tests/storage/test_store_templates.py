@@ -249,9 +249,26 @@ async def test_search_past_ties_fetches_until_no_candidate_can_tie():
         return [VectorHit(id=f"x{i:02d}", score=s) for i, s in enumerate(scores[:n])]
 
     hits = await search_past_ties(search, top_k=2, min_score=None)
-    assert asked == [10, 20, 40] and len(hits) == 40
+    assert asked == [12, 24, 48] and len(hits) == 42
     asked.clear()
-    assert len(await search_past_ties(search, top_k=2, min_score=0.6)) == 1 and asked == [10]
+    assert len(await search_past_ties(search, top_k=2, min_score=0.6)) == 1 and asked == [12]
+
+
+@pytest.mark.parametrize("top_k", [10, 40])
+async def test_search_past_ties_asks_once_when_the_tie_at_the_cut_is_as_deep_as_top_k(top_k: int):
+    """The margin grows with ``top_k``, as tie groups do: a group of ``top_k``
+    equal scores around the k-th hit costs one request at any ``top_k``
+    (issue 28: round trips per query constant in ``top_k``)."""
+    half = top_k // 2
+    scores = [1.0 - i / 1000 for i in range(top_k - half)] + [0.25] * top_k + [0.1] * (3 * top_k)
+    asked: list[int] = []
+
+    async def search(n: int) -> list[VectorHit]:
+        asked.append(n)
+        return [VectorHit(id=f"x{i:03d}", score=s) for i, s in enumerate(scores[:n])]
+
+    hits = await search_past_ties(search, top_k=top_k, min_score=None)
+    assert asked == [2 * top_k + 8] and hits[top_k - 1].score == 0.25
 
 
 # -- loop-bound state is made at open() -----------------------------------------------------
