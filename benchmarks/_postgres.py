@@ -28,6 +28,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from _shared import reference  # noqa: E402
+
 POSTGRES_PORT = "0"
 """The benchmark's own server's port; 0: one free at start (never CI's, a developer's or another run's)."""
 STORES = ("kv", "doc_status", "vector", "graph")
@@ -152,9 +155,7 @@ def postgres_scale_runs(r: Any, scale_runs: Any, rk: list, inputs: Path, work: P
                 row["db_size_mib"] = row["disk_mib"] = database_size_mib(dsn)
         if "failed" not in row:
             row.update(db_peak_rss_mib=round(memory.peak_rss_mib, 1), db_peak_pss_mib=round(memory.peak_pss_mib, 1))
-            row["reference"] = {"backend": "embedded", "index_s": ref["index_s"], "peak_rss_mib": ref["peak_rss_mib"],
-                                "disk_mib": ref["disk_mib"],
-                                "p50_ms": {m: v["latency"]["p50_ms"] for m, v in ref["modes"].items()}}
+            row["reference"] = reference(ref)
         rows.append(row)
         if "failed" in row:
             break

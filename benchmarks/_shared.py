@@ -217,3 +217,10 @@ def index_dir(workdir: str | None, docs: int):
     folder.mkdir(parents=True, exist_ok=True)
     yield folder, done
     marker.write_text(str(docs))
+
+
+def reference(run: dict[str, Any]) -> dict[str, Any]:
+    """What a server-backed scale row keeps of the embedded run at its factor,
+    made just before it in the same harness run (its p50 ratios' denominator)."""
+    return {"backend": "embedded", "index_s": run["index_s"], "peak_rss_mib": run["peak_rss_mib"],
+            "disk_mib": run["disk_mib"], "p50_ms": {m: v["latency"]["p50_ms"] for m, v in run["modes"].items()}}

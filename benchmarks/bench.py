@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 from _postgres import postgres_scale_runs  # noqa: E402
-from _shared import read_json, squash, write_json  # noqa: E402
+from _shared import read_json, reference, squash, write_json  # noqa: E402
 
 LIGHTRAG_VENV = HERE / ".venv-lightrag"
 LR_PY = LIGHTRAG_VENV / "bin" / "python"
@@ -425,10 +425,15 @@ def main(argv: list[str] | None = None) -> int:
     if "scale" in parts or "scale-servers" in parts:
         result.setdefault("scale", [])
         for factor in server_scales:
+            # The embedded stores at the same factor just before: the ratios'
+            # denominator, measured under the same load as the servers' run.
+            ref = scale_runs(r, rk, inputs, work, [factor], "embedded", [], args)[0]
             # Fresh servers per factor: the Bolt stand-in can stop answering new
             # connections after an earlier process's driver closed (../shared/NOTES.md).
             with bench_servers(work) as backend_settings:
                 rows = scale_runs(r, rk, inputs, work, [factor], "servers", backend_settings, args)
+            if "failed" not in ref and "failed" not in rows[-1]:
+                rows[-1]["reference"] = reference(ref)
             result["scale"] += rows
             if rows[-1].get("failed"):
                 break

@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -152,6 +155,7 @@ def main() -> int:
     p.add_argument("--chunk-ranking", default="support")
     args = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
+    started, load = time.strftime("%Y-%m-%dT%H:%M:%S%z"), [round(x, 2) for x in os.getloadavg()]
     work = Path(tempfile.mkdtemp(prefix="ragkit-pgprofile-"))
     with bench_postgres(work, args.port) as (dsn, data):
         log = data.parent / "server.log"
@@ -162,7 +166,10 @@ def main() -> int:
         print(f"{key:12s} " + "  ".join(f"{s}: {v['round_trips']:g} rt ({v['round_trips_max']} max) "
                                          f"{v['server_ms']:.2f} ms" for s, v in stores.items()))
     if args.out:
-        write_json(args.out, result)
+        meta = {"commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                         cwd=Path(__file__).parent).stdout.strip() or "unknown",
+                "started": started, "load": load, "command": "python benchmarks/pg_profile.py " + " ".join(sys.argv[1:])}
+        write_json(args.out, {"meta": meta, "modes": result})
     return 0
 
 

@@ -531,15 +531,20 @@ def scale_section(res: dict, lines: list[str]) -> None:
     lines += table(["backend", "corpus", "passages", "index (s)", "chunks/s", "peak RSS (MiB)", "disk (MiB)"]
                    + [f"{k} p50" for k in MODES], rows)
     lines += [""] + notes + (["" ] if notes else [])
-    done = {(x.get("backend", "embedded"), x["factor"]): x["modes"] for x in s if "failed" not in x}
-    for (backend, factor), m in sorted(done.items()):
-        e = done.get(("embedded", factor))
-        if backend != "embedded" and e:
-            lines += [f"p50 {backend} / embedded at ×{factor}: " + ", ".join(
-                f"{k} {ratio(m[k]['latency']['p50_ms'], e[k]['latency']['p50_ms'], 1)}" for k in MODES) + ".", ""]
-    lines += ["![scale](benchmarks/scale.png)", ""]
-    from report_postgres import postgres_scale_section
+    from report_postgres import postgres_scale_section, target_verdict
 
+    servers = [x for x in s if x.get("backend") == "servers" and "failed" not in x]
+    table_ref = {x["factor"]: {k: v["latency"]["p50_ms"] for k, v in x["modes"].items()}
+                 for x in s if x.get("backend", "embedded") == "embedded" and "failed" not in x}
+    for x in servers:
+        # The embedded run made just before this one (same load) where the run has one.
+        ref, where = ((x["reference"]["p50_ms"], "the embedded run just before it") if x.get("reference")
+                      else (table_ref.get(x["factor"]), "the table's embedded row"))
+        if ref:
+            lines += [f"p50 servers / embedded at ×{x['factor']} ({where}): " + ", ".join(
+                f"{k} {ratio(x['modes'][k]['latency']['p50_ms'], ref[k], 1)}" for k in MODES) + ".", ""]
+    lines += target_verdict(servers, "servers")
+    lines += ["![scale](benchmarks/scale.png)", ""]
     postgres_scale_section(res, lines)
 
 
@@ -729,6 +734,9 @@ def render(res: dict, source: str | None = None) -> str:
     latency_section(res, lines)
     scale_section(res, lines)
     store_calls_section(lines)
+    from report_postgres import pg_profile_section  # it imports this module's helpers
+
+    pg_profile_section(lines)
     webui_graph_section(lines)
     lines += ["## How it was run", ""]
     lines += [f"- {x['step']}: {x['seconds']:.0f} s" for x in res.get("steps", [])]
