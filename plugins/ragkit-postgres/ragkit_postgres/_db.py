@@ -35,7 +35,7 @@ import asyncio
 import contextvars
 import re
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -103,6 +103,9 @@ def safe_dsn(dsn: str) -> str:
 class _Transaction:
     conn: Any
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    before_commit: dict[Any, Callable[[Any], Awaitable[None]]] = field(default_factory=dict)
+    """Run last, in order, on the transaction's connection: work that takes a
+    hot lock (the doc-status generation row) holds it only until the commit."""
 
 
 _CURRENT: contextvars.ContextVar[dict[int, _Transaction] | None] = contextvars.ContextVar(
@@ -179,7 +182,7 @@ class Database:
     async def connection(self) -> AsyncIterator[Any]:
         """A connection for one statement or a few: the batch transaction's
         when this task is inside one, else one from the pool."""
-        current = (_CURRENT.get() or {}).get(id(self))
+        current = self.batch()
         if current is not None:
             async with current.lock:
                 yield current.conn
@@ -204,12 +207,18 @@ class Database:
             return
         async with self.errors("run a batch transaction"):
             async with self.pool.acquire() as conn, conn.transaction():
-                current[id(self)] = _Transaction(conn)
+                current[id(self)] = batch = _Transaction(conn)
                 token = _CURRENT.set(current)
                 try:
                     yield
+                    for finish in list(batch.before_commit.values()):
+                        await finish(conn)
                 finally:
                     _CURRENT.reset(token)
+
+    def batch(self) -> _Transaction | None:
+        """The batch transaction this task is in, if any."""
+        return (_CURRENT.get() or {}).get(id(self))
 
     # -- errors ----------------------------------------------------------------------
 

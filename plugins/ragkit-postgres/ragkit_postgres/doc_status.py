@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ragkit.protocols.base import Capability
 from ragkit.protocols.doc_status import DocStatusStore, StatusRow, decode_status, status_row, transitioned
 from ragkit.schema import DocStatus, DocStatusRecord
 from ragkit_postgres._db import PostgresStore
+
+
+@dataclass
+class _Pending:
+    """What a batch transaction's status writes leave to stamp before its
+    commit; called with the batch's connection just before it commits."""
+
+    store: PostgresDocStatusStore
+    written: set[str] = field(default_factory=set)
+    gone: set[str] = field(default_factory=set)
+
+    async def __call__(self, conn: Any) -> None:
+        await self.store._stamp_now(conn, self.written, self.gone)
 
 
 class PostgresDocStatusStore(PostgresStore, DocStatusStore):
@@ -19,6 +33,15 @@ class PostgresDocStatusStore(PostgresStore, DocStatusStore):
     ``n`` writes raise it by ``n``); each written row records that generation,
     and a deleted id leaves a tombstone with it in ``<prefix>_doc_status_gone``
     until it is written again: ``changes_since`` is two indexed range reads.
+
+    The bump and the stamping of the rows come last in the write's transaction
+    (``_stamp``), so the counter's row lock is held only until the commit; in
+    the indexer's batch transaction they run once, just before its commit. The
+    batch used to take that lock at its first status write and keep it while it
+    wrote everything else, and every other writer of statuses (the extraction
+    workers' transitions) waited for the whole batch. Rows are written with
+    generation 0 and stamped before the commit, so no reader ever sees a 0:
+    rows first, the counter last, in every write (one lock order: no deadlock).
     """
 
     name: ClassVar[str] = "postgres"
@@ -49,19 +72,43 @@ class PostgresDocStatusStore(PostgresStore, DocStatusStore):
             await self._write_rows(conn, rows)
 
     async def _write_rows(self, conn: Any, rows: list[StatusRow]) -> None:
-        generation = await self._bump(conn)
         ids = [r.id for r in rows]
         await conn.execute(
             f"INSERT INTO {self.table('doc_status')} (workspace, namespace, id, status, data, generation) "
-            "SELECT $1, $2, i, s, d, $6 FROM unnest($3::text[], $4::text[], $5::text[]) AS t(i, s, d) "
+            "SELECT $1, $2, i, s, d, 0 FROM unnest($3::text[], $4::text[], $5::text[]) AS t(i, s, d) "
             "ON CONFLICT (workspace, namespace, id) DO UPDATE "
-            "SET status = excluded.status, data = excluded.data, generation = excluded.generation",
-            *self.scope, ids, [r.status.value for r in rows], [r.data for r in rows], generation,
+            "SET status = excluded.status, data = excluded.data, generation = 0",
+            *self.scope, ids, [r.status.value for r in rows], [r.data for r in rows],
         )
         await conn.execute(
             f"DELETE FROM {self.table('doc_status_gone')} WHERE workspace = $1 AND namespace = $2 "
             "AND id = ANY($3::text[])", *self.scope, ids,
         )
+        await self._stamp(conn, written=ids)
+
+    async def _stamp(self, conn: Any, written: list[str] = (), gone: list[str] = ()) -> None:
+        """Give the rows just written (and the tombstones just left) the next
+        generation: now, or in a batch transaction just before its commit."""
+        batch = self.db.batch()
+        if batch is None:
+            await self._stamp_now(conn, set(written), set(gone))
+            return
+        pending = batch.before_commit.get(id(self))
+        if pending is None:  # the first status write of this batch: stamp once, at the end
+            pending = batch.before_commit[id(self)] = _Pending(self)
+        pending.written.update(written)
+        pending.gone.update(gone)
+
+    async def _stamp_now(self, conn: Any, written: set[str], gone: set[str]) -> None:
+        if not written and not gone:
+            return
+        generation = await self._bump(conn)
+        for table, ids in (("doc_status", written), ("doc_status_gone", gone)):
+            if ids:  # an id written then deleted in one batch matches in one table only
+                await conn.execute(
+                    f"UPDATE {self.table(table)} SET generation = $4 WHERE workspace = $1 AND namespace = $2 "
+                    "AND id = ANY($3::text[])", *self.scope, sorted(ids), generation,
+                )
 
     async def _delete(self, ids: list[str]) -> None:
         async with self.write("delete status records") as conn:
@@ -72,24 +119,20 @@ class PostgresDocStatusStore(PostgresStore, DocStatusStore):
             await self._remove(conn, "")
 
     async def _remove(self, conn: Any, where: str, *args: Any) -> None:
-        # The counter's row first, as every write takes it: one lock order, no deadlock.
-        await conn.execute(
-            f"SELECT 1 FROM {self.table('doc_status_gen')} WHERE workspace = $1 AND namespace = $2 FOR UPDATE",
-            *self.scope,
-        )
         gone = await conn.fetch(
             f"DELETE FROM {self.table('doc_status')} WHERE workspace = $1 AND namespace = $2 {where} RETURNING id",
             *self.scope, *args,
         )
         if not gone:
             return
-        generation = await self._bump(conn)
+        ids = [r[0] for r in gone]
         await conn.execute(
             f"INSERT INTO {self.table('doc_status_gone')} (workspace, namespace, id, generation) "
-            "SELECT $1, $2, i, $4 FROM unnest($3::text[]) AS t(i) "
-            "ON CONFLICT (workspace, namespace, id) DO UPDATE SET generation = excluded.generation",
-            *self.scope, [r[0] for r in gone], generation,
+            "SELECT $1, $2, i, 0 FROM unnest($3::text[]) AS t(i) "
+            "ON CONFLICT (workspace, namespace, id) DO UPDATE SET generation = 0",
+            *self.scope, ids,
         )
+        await self._stamp(conn, gone=ids)
 
     async def _transition(self, id: str, to: DocStatus, error: str | None) -> DocStatusRecord:
         # One check-and-set: the row stays locked from the read to the write.

@@ -147,6 +147,42 @@ async def test_a_reader_outside_the_batch_sees_committed_data_only(stores, make_
     assert await kv.missing(["old", "new"]) == set()
 
 
+async def test_a_status_write_beside_the_batch_does_not_wait_for_its_commit(stores, make_config):
+    """The indexer's batch writes statuses, then goes on with the rest of the
+    batch; an extraction worker's status write meanwhile (another task, another
+    connection) used to wait for the batch's commit, behind the generation
+    counter's row lock taken at the batch's first status write. Now the counter
+    is taken just before the commit: the worker's write goes through, and both
+    count in the generation and the change feed, each from its own commit."""
+    docs = await stores(PostgresDocStatusStore, make_config("docs"))
+    await docs.upsert([rec("a"), rec("kept")])
+    g0 = await docs.generation()
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def batch() -> None:
+        async with docs.transaction_scope().transaction():
+            await docs.upsert([rec("in-batch")])
+            await docs.delete(["a"])
+            started.set()
+            await release.wait()
+
+    task = asyncio.create_task(batch())
+    await started.wait()
+    try:
+        await asyncio.wait_for(docs.upsert([rec("worker")]), 10)
+        g1 = await docs.generation()
+        seen = await docs.changes_since(g0)
+    finally:
+        release.set()  # the batch ends however the checks go (a task left waiting would hang the teardown)
+        await task
+    assert g1 > g0 and [r.id for r in seen.records] == ["worker"] and seen.deleted == []  # not the uncommitted batch
+    g2 = await docs.generation()
+    after = await docs.changes_since(g1)
+    assert g2 > g1 and [r.id for r in after.records] == ["in-batch"] and after.deleted == ["a"]
+    assert sorted(r.id for r in (await docs.changes_since(g0)).records) == ["in-batch", "worker"]
+    assert (await docs.changes_since(g2)).records == []
+
+
 async def test_halfvec_index_above_2000_dimensions(stores, make_config, postgres_url):
     """A 2,048-dimension store gets its HNSW index on a halfvec cast (pgvector
     indexes vector up to 2,000 dimensions), and still returns full-precision
