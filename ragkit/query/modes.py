@@ -112,8 +112,9 @@ class Local(QueryMode):
         return [*_joined(keywords.low_level), question]
 
     async def search(self, question: str, keywords: Keywords, param: QueryParam, searcher: Searcher) -> Found:
-        entities, relations = await searcher.local(keywords.low_level, param.top_k)
-        return Found(entities, relations, await _dense_floor(question, param, searcher))
+        (entities, relations), dense = await searcher.together(
+            searcher.local(keywords.low_level, param.top_k), _dense_floor(question, param, searcher))
+        return Found(entities, relations, dense)
 
 
 class Global(QueryMode):
@@ -124,8 +125,9 @@ class Global(QueryMode):
         return [*_joined(keywords.high_level), question]
 
     async def search(self, question: str, keywords: Keywords, param: QueryParam, searcher: Searcher) -> Found:
-        entities, relations = await searcher.global_(keywords.high_level, param.top_k)
-        return Found(round_robin(entities), round_robin(relations), await _dense_floor(question, param, searcher))
+        (entities, relations), dense = await searcher.together(
+            searcher.global_(keywords.high_level, param.top_k), _dense_floor(question, param, searcher))
+        return Found(round_robin(entities), round_robin(relations), dense)
 
 
 class Hybrid(QueryMode):
@@ -136,10 +138,10 @@ class Hybrid(QueryMode):
         return [*_joined(keywords.low_level), *_joined(keywords.high_level), question]
 
     async def search(self, question: str, keywords: Keywords, param: QueryParam, searcher: Searcher) -> Found:
-        entities, relations = await searcher.local(keywords.low_level, param.top_k)
-        g_entities, g_relations = await searcher.global_(keywords.high_level, param.top_k)
-        return Found(round_robin(entities, g_entities), round_robin(relations, g_relations),
-                     await _dense_floor(question, param, searcher))
+        (entities, relations), (g_entities, g_relations), dense = await searcher.together(
+            searcher.local(keywords.low_level, param.top_k), searcher.global_(keywords.high_level, param.top_k),
+            _dense_floor(question, param, searcher))
+        return Found(round_robin(entities, g_entities), round_robin(relations, g_relations), dense)
 
 
 class Mix(Hybrid):
@@ -171,10 +173,10 @@ class PPR(QueryMode):
         return [*keywords.low_level, *_joined(keywords.high_level), question]
 
     async def search(self, question: str, keywords: Keywords, param: QueryParam, searcher: Searcher) -> Found:
-        entities, relations, ranked = await searcher.ppr(
-            keywords.low_level, keywords.high_level, param.top_k, question)
+        (entities, relations, ranked), dense = await searcher.together(
+            searcher.ppr(keywords.low_level, keywords.high_level, param.top_k, question),
+            searcher.chunks(question, param.chunk_top_k))
         walked = await chunk_items(searcher.stores, ranked, "ppr", "score")
-        dense = await searcher.chunks(question, param.chunk_top_k)
         return Found(entities, relations, fuse(dense, walked))
 
 

@@ -20,8 +20,10 @@ docs/architecture.md, "Document access control".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +64,19 @@ class Searcher:
         """The graph as this query may see it: a mode reading the graph itself
         reads it here, never through ``stores.graph``, to stay scoped."""
         return self.view if self.view is not None else self.stores.graph
+
+    async def together(self, *searches: Awaitable[Any]) -> list[Any]:
+        """The results of independent searches, in order. Unscoped, they run
+        at once: on server stores each is a chain of round trips, and a
+        mode's chains (local's, global's, the dense floor's) wait on the
+        network side by side instead of one after the other. Scoped, one
+        after the other: the scope's view caches what it reads, and chains
+        run at once would read the same nodes twice."""
+        if self.view is not None:
+            return [await s for s in searches]
+        async with asyncio.TaskGroup() as group:  # one failing cancels the others
+            tasks = [group.create_task(s) for s in searches]
+        return [t.result() for t in tasks]
 
     async def embed_all(self, texts: Iterable[str]) -> None:
         """Embed every text the query will search with in one call: a model's
@@ -115,8 +130,8 @@ class Searcher:
         # Each low-level keyword links to its own nearest entities (HippoRAG's
         # query-entity linking); the high-level ones only stand in for none.
         await self.embed_all([*low, keyword_text(high), question] if high else [*low, question])
-        for keyword in low:
-            hits += await self._seeds(self.vectors[keyword])
+        for seeds in await self.together(*(self._seeds(self.vectors[k]) for k in low)):
+            hits += seeds
         if high and not hits:
             hits += await self._seed_ends(self.vectors[keyword_text(high)], top_k)
         if question and ppr.TRIPLE_SEEDS:  # query-to-triple linking: the relations the question states

@@ -5,6 +5,7 @@ mis-declared, and the one list the API, the CLI and ``ragkit plugins`` share."""
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 import types
 from pathlib import Path
@@ -208,3 +209,48 @@ async def test_a_mode_from_outside_runs_through_the_engine(workdir, questions):
         mix = await rag.aquery(question, mode="mix", only_need_context=True)
         assert [r.role for r in llm.requests] == ["answer", "keywords"]
         assert mix.metadata["keywords"]["low_level"] == ["b"]
+
+
+# -- a mode's independent searches wait side by side --------------------------------------
+
+
+class InFlight:
+    """Wraps the vector stores' searches: each takes 50 ms (a server's round
+    trip), and the most searches waiting at once is recorded."""
+
+    def __init__(self, rag) -> None:
+        self.now = self.most = 0
+        for store in (rag.stores.entity_vectors, rag.stores.relation_vectors, rag.stores.chunk_vectors):
+            store.query = self._slow(store.query)
+
+    def _slow(self, query):
+        async def run(*args, **kwargs):
+            self.now += 1
+            self.most = max(self.most, self.now)
+            try:
+                await asyncio.sleep(0.05)
+                return await query(*args, **kwargs)
+            finally:
+                self.now -= 1
+
+        return run
+
+
+@pytest.mark.parametrize("mode, at_once", [("local", 2), ("global", 2), ("hybrid", 3), ("mix", 3), ("ppr", 3)])
+async def test_a_modes_independent_searches_run_at_once_and_answer_the_same(workdir, questions, mode, at_once):
+    """Unscoped, a mode's chains (local's, global's, the dense floor's, ppr's
+    seed searches) run at once, so on server stores their round trips
+    overlap; the answer is the one the searches give one after the other
+    (scoped, they do: ``Searcher.together``), with every search made."""
+    llm = ScriptedLLM(script=lambda r: '{"high_level_keywords": ["history", "music"], '
+                                       '"low_level_keywords": ["Kassel", "Hank Snow"]}')
+    question = questions[0]["question"]
+    async with make_rag(workdir, llm=llm) as rag:
+        flight = InFlight(rag)
+        alone = await rag.aquery(question, mode=mode, only_need_context=True)
+        assert flight.most == at_once
+        flight.most = 0
+        every_doc = [d.id for d in (await rag.stores.doc_status.list_page(limit=10_000)).items]
+        scoped = await rag.aquery(question, mode=mode, only_need_context=True, doc_ids=every_doc)
+        assert flight.most == 1
+        assert scoped.context == alone.context and alone.context
