@@ -20,7 +20,7 @@ def postgres_scale_section(res: dict, lines: list[str]) -> None:
     if not rows:
         return
     lines += [
-        "### 4b. Scale on PostgreSQL",
+        "### 4a. Scale on PostgreSQL",
         "",
         "Every store on one PostgreSQL 18 with pgvector 0.8 (`postgres` KV, doc status, vectors with an HNSW "
         "index, graph tables), a fresh cluster per factor on loopback, started by the harness "
