@@ -74,8 +74,16 @@ class Searcher:
         run at once would read the same nodes twice."""
         if self.view is not None:
             return [await s for s in searches]
-        async with asyncio.TaskGroup() as group:  # one failing cancels the others
-            tasks = [group.create_task(s) for s in searches]
+        tasks: list[asyncio.Task] = []
+        try:
+            async with asyncio.TaskGroup() as group:  # one failing cancels the others
+                tasks = [group.create_task(s) for s in searches]
+        except BaseExceptionGroup as failed:
+            # The first failed search's own error, as the searches one after the
+            # other would raise it: the CLI and the server map ragkit's error
+            # types to messages and exit codes, and a group matches none.
+            raise next((t.exception() for t in tasks if not t.cancelled() and t.exception()),
+                       failed.exceptions[0]) from None
         return [t.result() for t in tasks]
 
     async def embed_all(self, texts: Iterable[str]) -> None:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 import ragkit.query.engine
 from ragkit.cli import plugins_cmd
 from ragkit.cli.main import main
-from ragkit.errors import AdapterNotFoundError, DuplicateAdapterError, PluginLoadError
+from ragkit.errors import AdapterNotFoundError, DuplicateAdapterError, PluginLoadError, StoreError
 from ragkit.plugins import KINDS, get_registry, hookimpl
 from ragkit.query.modes import BUILTIN_MODES, Found, Naive, QueryMode, available_modes
 from ragkit.schema import QueryParam
@@ -254,3 +254,18 @@ async def test_a_modes_independent_searches_run_at_once_and_answer_the_same(work
         scoped = await rag.aquery(question, mode=mode, only_need_context=True, doc_ids=every_doc)
         assert flight.most == 1
         assert scoped.context == alone.context and alone.context
+
+
+async def test_a_failing_search_among_chains_at_once_raises_its_own_error(workdir, questions):
+    """A store error in one chain reaches the caller as that error (the CLI
+    and the server map ragkit's error types to exit codes and messages), not
+    as an exception group, and the other chains are cancelled."""
+    llm = ScriptedLLM(script=lambda r: '{"high_level_keywords": ["history"], "low_level_keywords": ["Kassel"]}')
+
+    async def down(*args, **kwargs):
+        raise StoreError("relation index down")
+
+    async with make_rag(workdir, llm=llm) as rag:
+        rag.stores.relation_vectors.query = down
+        with pytest.raises(StoreError, match="relation index down"):
+            await rag.aquery(questions[0]["question"], mode="hybrid", only_need_context=True)
