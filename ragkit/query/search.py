@@ -21,7 +21,7 @@ docs/architecture.md, "Document access control".
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,7 +65,7 @@ class Searcher:
         reads it here, never through ``stores.graph``, to stay scoped."""
         return self.view if self.view is not None else self.stores.graph
 
-    async def together(self, *searches: Awaitable[Any]) -> list[Any]:
+    async def together(self, *searches: Coroutine[Any, Any, Any]) -> list[Any]:
         """The results of independent searches, in order. Unscoped, they run
         at once: on server stores each is a chain of round trips, and a
         mode's chains (local's, global's, the dense floor's) wait on the
@@ -73,7 +73,11 @@ class Searcher:
         after the other: the scope's view caches what it reads, and chains
         run at once would read the same nodes twice."""
         if self.view is not None:
-            return [await s for s in searches]
+            try:
+                return [await s for s in searches]
+            finally:  # the searches a failure left unstarted (a no-op for the others)
+                for s in searches:
+                    s.close()
         tasks: list[asyncio.Task] = []
         try:
             async with asyncio.TaskGroup() as group:  # one failing cancels the others
@@ -82,8 +86,8 @@ class Searcher:
             # The first failed search's own error, as the searches one after the
             # other would raise it: the CLI and the server map ragkit's error
             # types to messages and exit codes, and a group matches none.
-            raise next((t.exception() for t in tasks if not t.cancelled() and t.exception()),
-                       failed.exceptions[0]) from None
+            errors = [t.exception() for t in tasks if not t.cancelled()]
+            raise next((e for e in errors if e is not None), failed.exceptions[0]) from None
         return [t.result() for t in tasks]
 
     async def embed_all(self, texts: Iterable[str]) -> None:

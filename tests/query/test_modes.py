@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import gc
 import json
 import types
+import warnings
 from pathlib import Path
 
 import pytest
@@ -256,16 +258,33 @@ async def test_a_modes_independent_searches_run_at_once_and_answer_the_same(work
         assert scoped.context == alone.context and alone.context
 
 
-async def test_a_failing_search_among_chains_at_once_raises_its_own_error(workdir, questions):
+@pytest.mark.parametrize("scoped", [False, True])
+async def test_a_failing_search_among_chains_at_once_raises_its_own_error(workdir, questions, scoped):
     """A store error in one chain reaches the caller as that error (the CLI
     and the server map ragkit's error types to exit codes and messages), not
-    as an exception group, and the other chains are cancelled."""
+    as an exception group; unscoped, the slower chains are cancelled, and
+    scoped, the chains after it are closed unstarted (no "never awaited")."""
     llm = ScriptedLLM(script=lambda r: '{"high_level_keywords": ["history"], "low_level_keywords": ["Kassel"]}')
+    finished = []
 
     async def down(*args, **kwargs):
         raise StoreError("relation index down")
 
     async with make_rag(workdir, llm=llm) as rag:
+        slow_query = rag.stores.chunk_vectors.query
+
+        async def slow(*args, **kwargs):
+            await asyncio.sleep(0.5)
+            finished.append(await slow_query(*args, **kwargs))
+
         rag.stores.relation_vectors.query = down
-        with pytest.raises(StoreError, match="relation index down"):
-            await rag.aquery(questions[0]["question"], mode="hybrid", only_need_context=True)
+        rag.stores.chunk_vectors.query = slow
+        scope = {"doc_ids": [d.id for d in (await rag.stores.doc_status.list_page(limit=10_000)).items]} if scoped else {}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(StoreError, match="relation index down"):
+                await rag.aquery(questions[0]["question"], mode="hybrid", only_need_context=True, **scope)
+            await asyncio.sleep(0.6)
+            gc.collect()
+        assert finished == []
+        assert not [w for w in caught if "never awaited" in str(w.message)], [str(w.message) for w in caught]
