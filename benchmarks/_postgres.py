@@ -26,10 +26,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from _shared import reference
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-from _shared import reference  # noqa: E402
 
 POSTGRES_PORT = "0"
 """The benchmark's own server's port; 0: one free at start (never CI's, a developer's or another run's)."""

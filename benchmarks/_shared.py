@@ -11,11 +11,14 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import os
 import random
 import re
 import resource
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -224,3 +227,18 @@ def reference(run: dict[str, Any]) -> dict[str, Any]:
     made just before it in the same harness run (its p50 ratios' denominator)."""
     return {"backend": "embedded", "index_s": run["index_s"], "peak_rss_mib": run["peak_rss_mib"],
             "disk_mib": run["disk_mib"], "p50_ms": {m: v["latency"]["p50_ms"] for m, v in run["modes"].items()}}
+
+
+def run_started() -> dict[str, Any]:
+    """The start of a benchmark run's record: when, and the machine's load then."""
+    return {"started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
+
+
+def run_record(benchmark: str, started: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """A finished run's record (``report.run_heading`` shows it): ``run_started``'s
+    fields, the command, the load at the end and the commit, then ``fields``."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).parent).stdout.strip()
+    return {"benchmark": benchmark, **started, "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "load_average_at_end": [round(x, 2) for x in os.getloadavg()], "git": commit or "unknown", **fields}

@@ -19,22 +19,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import re
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _postgres import STORES, backend_settings, bench_postgres  # noqa: E402
-from _shared import read_json, write_json  # noqa: E402
+from _shared import SimulatedLatency, read_json, run_record, run_started, write_json  # noqa: E402
 from bench_ragkit import (  # noqa: E402
     MODES,
     BenchLLM,
@@ -47,7 +44,6 @@ from bench_ragkit import (  # noqa: E402
     scaled_passages,
 )
 
-from _shared import SimulatedLatency  # noqa: E402
 
 LINE = re.compile(r"^(\d+) .*?duration: ([\d.]+) ms\s+(statement|execute [^:]*|parse [^:]*|bind [^:]*):\s*(.*)$")
 TABLES = (("_kv ", "kv"), ("_doc_status", "doc_status"), ("_vectors_", "vector"), ("_vector_stores", "vector"),
@@ -155,7 +151,7 @@ def main() -> int:
     p.add_argument("--chunk-ranking", default="support")
     args = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
-    started, load = time.strftime("%Y-%m-%dT%H:%M:%S%z"), [round(x, 2) for x in os.getloadavg()]
+    started = run_started()
     work = Path(tempfile.mkdtemp(prefix="ragkit-pgprofile-"))
     with bench_postgres(work, args.port) as (dsn, data):
         log = data.parent / "server.log"
@@ -166,10 +162,7 @@ def main() -> int:
         print(f"{key:12s} " + "  ".join(f"{s}: {v['round_trips']:g} rt ({v['round_trips_max']} max) "
                                          f"{v['server_ms']:.2f} ms" for s, v in stores.items()))
     if args.out:
-        meta = {"commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                         cwd=Path(__file__).parent).stdout.strip() or "unknown",
-                "started": started, "load": load, "command": "python benchmarks/pg_profile.py " + " ".join(sys.argv[1:])}
-        write_json(args.out, {"meta": meta, "modes": result})
+        write_json(args.out, run_record("pg_profile", started, modes=result))
     return 0
 
 

@@ -534,24 +534,35 @@ def scale_section(res: dict, lines: list[str]) -> None:
     from report_postgres import postgres_scale_section, target_verdict
 
     servers = [x for x in s if x.get("backend") == "servers" and "failed" not in x]
-    table_ref = {x["factor"]: {k: v["latency"]["p50_ms"] for k, v in x["modes"].items()}
-                 for x in s if x.get("backend", "embedded") == "embedded" and "failed" not in x}
     for x in servers:
-        # The embedded run made just before this one (same load) where the run has one.
-        ref, where = ((x["reference"]["p50_ms"], "the embedded run just before it") if x.get("reference")
-                      else (table_ref.get(x["factor"]), "the table's embedded row"))
-        if ref:
-            lines += [f"p50 servers / embedded at ×{x['factor']} ({where}): " + ", ".join(
+        if x.get("reference"):  # only against the embedded run made just before, under the same load
+            ref = x["reference"]["p50_ms"]
+            lines += [f"p50 servers / embedded at ×{x['factor']} (the embedded run just before it): " + ", ".join(
                 f"{k} {ratio(x['modes'][k]['latency']['p50_ms'], ref[k], 1)}" for k in MODES) + ".", ""]
     lines += target_verdict(servers, "servers")
     lines += ["![scale](benchmarks/scale.png)", ""]
     postgres_scale_section(res, lines)
 
 
+def labelled_runs(name: str, results: Path = HERE / "results") -> list[tuple[str, dict]]:
+    """A benchmark's ``before`` and ``after`` records (``results/<name>_<label>.json``), those present."""
+    return [(label, json.loads((results / f"{name}_{label}.json").read_text(encoding="utf-8")))
+            for label in ("before", "after") if (results / f"{name}_{label}.json").is_file()]
+
+
+def run_heading(label: str, res: dict, detail: str = "") -> str:
+    """The bold label of a run and what ``_shared.run_record`` kept of it."""
+    if "git" not in res:  # a record from before run_record
+        return f"**{label}**"
+    end = res.get("load_average_at_end")
+    return (f"**{label}** ({res['git']}, started {res['started_at']}, load average "
+            f"{', '.join(map(str, res['load_average_at_start']))} at start"
+            + (f", {', '.join(map(str, end))} at end" if end else "") + f"{detail}): `{res['command']}`")
+
+
 def store_calls_section(lines: list[str], results: Path = HERE / "results") -> None:
     """``store_calls.py``'s runs (``store_calls_before.json``, ``store_calls_after.json``)."""
-    runs = [(label, json.loads((results / f"store_calls_{label}.json").read_text(encoding="utf-8")))
-            for label in ("before", "after") if (results / f"store_calls_{label}.json").is_file()]
+    runs = labelled_runs("store_calls", results)
     if not runs:
         return
     lines += [
@@ -568,10 +579,7 @@ def store_calls_section(lines: list[str], results: Path = HERE / "results") -> N
     ]
     for label, res in runs:
         by = {(r["backend"], r["factor"]): r for r in res["runs"]}
-        lines += [f"**{label}** ({res['git']}, started {res['started_at']}, load average "
-                  f"{', '.join(map(str, res['load_average_at_start']))} at start, "
-                  f"{', '.join(map(str, res.get('load_average_at_end', [])))} at end; "
-                  f"{res['runs'][0]['questions']} questions): `{res['command']}`", ""]
+        lines += [run_heading(label, res, f"; {res['runs'][0]['questions']} questions"), ""]
         rows = []
         for (backend, factor), srv in sorted(by.items()):
             emb = by.get(("embedded", factor))

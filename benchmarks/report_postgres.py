@@ -4,10 +4,9 @@ run at the same factor, made just before it in the same harness run."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from report import MODES, fmt, ratio, table
+from report import MODES, fmt, labelled_runs, ratio, run_heading, table
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -68,8 +67,7 @@ def target_verdict(rows: list[dict], backend: str) -> list[str]:
 def pg_profile_section(lines: list[str], results: Path = RESULTS) -> None:
     """``pg_profile.py``'s runs (``pg_profile_before.json``, ``pg_profile_after.json``):
     statements and the server's own time per store per query, from its log."""
-    runs = [(label, json.loads((results / f"pg_profile_{label}.json").read_text(encoding="utf-8")))
-            for label in ("before", "after") if (results / f"pg_profile_{label}.json").is_file()]
+    runs = labelled_runs("pg_profile", results)
     if not runs:
         return
     stores = ("kv", "doc_status", "vector", "graph", "other")
@@ -86,9 +84,7 @@ def pg_profile_section(lines: list[str], results: Path = RESULTS) -> None:
     ]
     for label, run in runs:
         modes = run.get("modes", run)  # older files hold the modes alone
-        meta = run.get("meta", {})
-        lines += [f"**{label}**" + (f" ({meta['commit']}, {meta['started']}, load average "
-                                    f"{', '.join(map(str, meta['load']))}): `{meta['command']}`" if meta else ""), ""]
+        lines += [run_heading(label, run), ""]
         rows = []
         for key, per_store in modes.items():
             mode, top_k = key.split("@")

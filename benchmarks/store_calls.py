@@ -31,7 +31,6 @@ import argparse
 import asyncio
 import functools
 import json
-import os
 import re
 import statistics
 import subprocess
@@ -44,7 +43,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _shared import SimulatedLatency, read_json, write_json  # noqa: E402
+from _shared import SimulatedLatency, read_json, run_record, run_started, write_json  # noqa: E402
 
 MODES = ["naive", "local", "global", "hybrid", "mix", "ppr"]
 KINDS = ("kv", "doc_status", "vector", "graph")
@@ -243,8 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     inputs = work / "inputs"
     bench_ragkit.prepare(argparse.Namespace(inputs=inputs, questions=None))
     rows = []
-    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    load = [round(x, 2) for x in os.getloadavg()]
+    started = run_started()
     for factor in [int(x) for x in args.factors.split(",") if x]:
         for backend in args.backends.split(","):
             out = work / f"{backend}_{factor}.json"
@@ -258,11 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 subprocess.run(cmd, check=True, cwd=bench.ROOT)
             rows.append(read_json(out))
-    result = {"benchmark": "store_calls", "label": args.label, "started_at": started,
-              "command": " ".join([Path(sys.executable).name, *sys.argv]), "load_average_at_start": load,
-              "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-              "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                    cwd=bench.ROOT).stdout.strip(), "runs": rows}
+    result = run_record("store_calls", started, label=args.label, runs=rows)
     path = args.out or HERE / "results" / f"store_calls_{args.label}.json"
     write_json(path, result)
     print(f"wrote {path}")

@@ -238,16 +238,22 @@ def test_no_first_party_store_adapter_checks_openness_itself():
 # -- the shared search of approximate stores ---------------------------------------------------
 
 
-async def test_search_past_ties_fetches_until_no_candidate_can_tie():
-    """A backend returning the best n by its own order: ties at the cut make
-    it ask again for twice as many, so ``rank_hits`` can break them by id."""
-    scores = [0.9, 0.5] + [0.5] * 30 + [0.1] * 10
-    asked: list[int] = []
+def best_n(scores: list[float], asked: list[int]):
+    """A backend search returning the best ``n`` of ``scores`` in its own
+    order (ids by position), recording each ``n`` it is asked for."""
 
     async def search(n: int) -> list[VectorHit]:
         asked.append(n)
-        return [VectorHit(id=f"x{i:02d}", score=s) for i, s in enumerate(scores[:n])]
+        return [VectorHit(id=f"x{i:03d}", score=s) for i, s in enumerate(scores[:n])]
 
+    return search
+
+
+async def test_search_past_ties_fetches_until_no_candidate_can_tie():
+    """A backend returning the best n by its own order: ties at the cut make
+    it ask again for twice as many, so ``rank_hits`` can break them by id."""
+    asked: list[int] = []
+    search = best_n([0.9, 0.5] + [0.5] * 30 + [0.1] * 10, asked)
     hits = await search_past_ties(search, top_k=2, min_score=None)
     assert asked == [12, 24, 48] and len(hits) == 42
     asked.clear()
@@ -260,13 +266,8 @@ async def test_search_past_ties_asks_once_when_the_tie_at_the_cut_is_as_deep_as_
     equal scores around the k-th hit costs one request at any ``top_k``
     (issue 28: round trips per query constant in ``top_k``)."""
     half = top_k // 2
-    scores = [1.0 - i / 1000 for i in range(top_k - half)] + [0.25] * top_k + [0.1] * (3 * top_k)
     asked: list[int] = []
-
-    async def search(n: int) -> list[VectorHit]:
-        asked.append(n)
-        return [VectorHit(id=f"x{i:03d}", score=s) for i, s in enumerate(scores[:n])]
-
+    search = best_n([1.0 - i / 1000 for i in range(top_k - half)] + [0.25] * top_k + [0.1] * (3 * top_k), asked)
     hits = await search_past_ties(search, top_k=top_k, min_score=None)
     assert asked == [2 * top_k + 8] and hits[top_k - 1].score == 0.25
 
