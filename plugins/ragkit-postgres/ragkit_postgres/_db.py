@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragkit.errors import StoreError
 from ragkit.protocols.base import BaseStore
+from ragkit_postgres._stats import Statistics
 
 SCHEMA_VERSION = 1
 """The schema this code writes; a database recording a larger one is refused."""
@@ -131,6 +132,8 @@ class Database:
         self.vector_version: tuple[int, ...] = ()
         self._ready_tables: set[str] = set()
         self._opening = asyncio.Lock()
+        self.stats = Statistics()
+        """Rows written per table; tables that doubled are analysed after the commit (``_stats``)."""
 
     # -- sharing -------------------------------------------------------------------
 
@@ -196,6 +199,8 @@ class Database:
         together (a savepoint inside the batch transaction)."""
         async with self.connection() as conn, conn.transaction():
             yield conn
+        if self.batch() is None:  # committed now; a batch refreshes after its own commit
+            await self.stats.refresh(self.pool)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
@@ -215,6 +220,7 @@ class Database:
                         await finish(conn)
                 finally:
                     _CURRENT.reset(token)
+        await self.stats.refresh(self.pool)
 
     def batch(self) -> _Transaction | None:
         """The batch transaction this task is in, if any."""
@@ -410,14 +416,18 @@ class PostgresStore(BaseStore):
             yield conn
 
     @asynccontextmanager
-    async def write(self, what: str) -> AsyncIterator[Any]:
+    async def write(self, what: str, rows: dict[str, int] | None = None) -> AsyncIterator[Any]:
+        """A connection in a transaction for one write; ``rows``: the rows it
+        changes per table, for the planner statistics (``_stats``)."""
+        for table, count in (rows or {}).items():
+            self.db.stats.wrote(table, count)
         async with self.db.errors(what), self.db.writing() as conn:
             yield conn
 
     # -- rows keyed by one id column (KV records, vectors) ---------------------------
 
     async def delete_keys(self, table: str, column: str, keys: list[str]) -> None:
-        async with self.write("delete records") as conn:
+        async with self.write("delete records", {table: len(keys)}) as conn:
             await conn.execute(
                 f"DELETE FROM {table} WHERE workspace = $1 AND namespace = $2 AND {column} = ANY($3::text[])",
                 *self.scope, keys,

@@ -68,7 +68,7 @@ class PostgresDocStatusStore(PostgresStore, DocStatusStore):
         return {r[0]: r[1] for r in rows}
 
     async def _upsert(self, rows: list[StatusRow]) -> None:
-        async with self.write("write status records") as conn:
+        async with self.write("write status records", {self.table("doc_status"): len(rows)}) as conn:
             await self._write_rows(conn, rows)
 
     async def _write_rows(self, conn: Any, rows: list[StatusRow]) -> None:
@@ -111,7 +111,7 @@ class PostgresDocStatusStore(PostgresStore, DocStatusStore):
                 )
 
     async def _delete(self, ids: list[str]) -> None:
-        async with self.write("delete status records") as conn:
+        async with self.write("delete status records", {self.table("doc_status"): len(ids)}) as conn:
             await self._remove(conn, "AND id = ANY($3::text[])", ids)
 
     async def _drop(self) -> None:

@@ -31,7 +31,7 @@ class PostgresGraphStore(PostgresStore, GraphStore):
         return f"{self.table(table)} WHERE workspace = $1 AND namespace = $2"
 
     async def _upsert_nodes(self, nodes: dict[str, dict[str, Any]]) -> None:
-        async with self.write("write nodes") as conn:
+        async with self.write("write nodes", {self.table("nodes"): len(nodes)}) as conn:
             await conn.execute(
                 f"INSERT INTO {self.table('nodes')} (workspace, namespace, id, properties) "
                 "SELECT $1, $2, i, p FROM unnest($3::text[], $4::text[]) AS t(i, p) "
@@ -41,7 +41,8 @@ class PostgresGraphStore(PostgresStore, GraphStore):
 
     async def _upsert_edges(self, edges: dict[EdgeKey, dict[str, Any]]) -> None:
         ends = list(dict.fromkeys(n for key in edges for n in key))
-        async with self.write("write edges") as conn:
+        rows = {self.table("nodes"): len(ends), self.table("edges"): len(edges)}
+        async with self.write("write edges", rows) as conn:
             await conn.execute(
                 f"INSERT INTO {self.table('nodes')} (workspace, namespace, id, properties) "
                 "SELECT $1, $2, i, '{}' FROM unnest($3::text[]) AS t(i) ON CONFLICT DO NOTHING",
@@ -55,14 +56,14 @@ class PostgresGraphStore(PostgresStore, GraphStore):
             )
 
     async def _delete_nodes(self, ids: list[str]) -> None:
-        async with self.write("delete nodes") as conn:
+        async with self.write("delete nodes", {self.table("nodes"): len(ids)}) as conn:
             await conn.execute(
                 f"DELETE FROM {self._in('edges')} AND (a = ANY($3::text[]) OR b = ANY($3::text[]))", *self.scope, ids
             )
             await conn.execute(f"DELETE FROM {self._in('nodes')} AND id = ANY($3::text[])", *self.scope, ids)
 
     async def _delete_edges(self, keys: list[EdgeKey]) -> None:
-        async with self.write("delete edges") as conn:
+        async with self.write("delete edges", {self.table("edges"): len(keys)}) as conn:
             await conn.execute(
                 f"DELETE FROM {self.table('edges')} e USING unnest($3::text[], $4::text[]) AS t(a, b) "
                 "WHERE e.workspace = $1 AND e.namespace = $2 AND e.a = t.a AND e.b = t.b",

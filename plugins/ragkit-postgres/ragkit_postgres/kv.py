@@ -28,7 +28,7 @@ class PostgresKVStore(PostgresStore, KVStore):
         return {r[0]: r[1] for r in rows}
 
     async def _upsert(self, records: dict[str, str]) -> None:
-        async with self.write("write records") as conn:
+        async with self.write("write records", {self.table("kv"): len(records)}) as conn:
             await conn.execute(
                 f"INSERT INTO {self.table('kv')} (workspace, namespace, key, value) "
                 "SELECT $1, $2, k, v FROM unnest($3::text[], $4::text[]) AS t(k, v) "

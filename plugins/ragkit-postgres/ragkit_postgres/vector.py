@@ -63,7 +63,7 @@ class PostgresVectorStore(PostgresStore, VectorStore):
 
     async def _upsert(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, JSONScalar]]) -> None:
         texts = [json.dumps(m, ensure_ascii=False, allow_nan=False) for m in metadata]
-        async with self.write("write vectors") as conn:
+        async with self.write("write vectors", {self.vectors: len(ids)}) as conn:
             await conn.execute(
                 f"INSERT INTO {self.table('vector_stores')} (workspace, namespace, dimension, embedder) "
                 "VALUES ($1, $2, $3, $4) ON CONFLICT (workspace, namespace) DO NOTHING",
