@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import re
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -170,7 +171,7 @@ class Database:
             self.pool = await asyncpg.create_pool(
                 self.options.dsn, min_size=min(self.options.min_connections, self.options.max_connections),
                 max_size=self.options.max_connections, command_timeout=self.options.command_timeout,
-                reset=_keep_session,
+                reset=_keep_session, connection_class=_connection_class(),
             )
         try:
             await self._create_schema()
@@ -191,6 +192,27 @@ class Database:
                 yield current.conn
             return
         async with self.pool.acquire() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def configured(self, settings: dict[str, str]) -> AsyncIterator[Any]:
+        """A connection whose session has ``settings`` (name -> value) for the
+        statements run on it here. A pooled connection keeps them for its
+        session, set the first time (or when another store's differ), so a
+        vector search is one statement, not four (``BEGIN``, ``SET LOCAL``,
+        the search, ``COMMIT``). Inside the batch transaction they are set
+        local to it: a rollback would revert a session setting while the
+        connection still believed it set."""
+        current = self.batch()
+        if current is not None:
+            async with current.lock:
+                await current.conn.execute(_set_config(settings, local=True), *settings.values())
+                yield current.conn
+            return
+        async with self.pool.acquire() as conn:
+            if conn.session_settings() != settings:
+                await conn.execute(_set_config(settings, local=False), *settings.values())
+                conn.remember_settings(settings)
             yield conn
 
     @asynccontextmanager
@@ -352,10 +374,36 @@ def _schema(p: str) -> list[str]:
 async def _keep_session(conn: Any) -> None:
     """The pool's reset on release: nothing to send. asyncpg's default runs
     ``pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL`` after every
-    use, a round trip per store call; the stores leave no session state on a
-    pooled connection (settings are transaction-local, the advisory locks they
-    take are transaction locks, the writer lock has a connection of its own),
-    and asyncpg still rolls back a transaction left open before this runs."""
+    use, a round trip per store call; the only session state the stores leave
+    on a pooled connection is the search settings of ``Database.configured``,
+    which the connection records (the advisory locks they take are transaction
+    locks, the writer lock has a connection of its own), and asyncpg still
+    rolls back a transaction left open before this runs."""
+
+
+def _set_config(settings: dict[str, str], local: bool) -> str:
+    """One statement setting every one of ``settings`` (values bound, in order)."""
+    calls = (f"set_config('{name}', ${i}, {str(local).lower()})" for i, name in enumerate(settings, 1))
+    return "SELECT " + ", ".join(calls)
+
+
+@functools.cache
+def _connection_class() -> type:
+    """asyncpg's connection that remembers the settings ``Database.configured``
+    gave its session (the pool's proxy forwards these methods to it, and the
+    record lives and dies with the server session it describes)."""
+    import asyncpg
+
+    class Connection(asyncpg.Connection):
+        _ragkit_settings: dict[str, str] | None = None
+
+        def session_settings(self) -> dict[str, str] | None:
+            return self._ragkit_settings
+
+        def remember_settings(self, settings: dict[str, str]) -> None:
+            self._ragkit_settings = dict(settings)
+
+    return Connection
 
 
 @asynccontextmanager

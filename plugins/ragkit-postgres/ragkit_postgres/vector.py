@@ -54,9 +54,13 @@ class PostgresVectorStore(PostgresStore, VectorStore):
             self.stored_embedder = self.config.embedder if row is None else row[1]
             self.stored_dimension = None if dimension == self.dimension else dimension
             self.vectors = await self.db.vector_table(dimension)
-            self._settings = "SELECT set_config('hnsw.ef_search', $1, true)" + (
-                ", set_config('hnsw.iterative_scan', 'strict_order', true)" if self.db.vector_version >= (0, 8) else ""
-            )
+            # The search breadth, and (pgvector 0.8+) scanning on until enough
+            # rows match: the index holds every workspace and namespace of this
+            # dimension, so even without a metadata filter the nearest rows may
+            # be others'.
+            self._settings = {"hnsw.ef_search": str(self.options.hnsw_ef_search)}
+            if self.db.vector_version >= (0, 8):
+                self._settings["hnsw.iterative_scan"] = "strict_order"
         except BaseException:
             await super()._close()
             raise
@@ -90,12 +94,7 @@ class PostgresVectorStore(PostgresStore, VectorStore):
                f"WHERE workspace = $1 AND namespace = $2{where} ORDER BY {order} LIMIT ${len(args) + 1}")
 
         async def search(n: int) -> list[VectorHit]:
-            async with self.db.errors("search vectors"), self.db.connection() as conn, conn.transaction():
-                # Local to this transaction: the search breadth, and (pgvector
-                # 0.8+) scanning on until enough rows match: the index holds
-                # every workspace and namespace of this dimension, so even
-                # without a metadata filter the nearest rows may be others'.
-                await conn.execute(self._settings, str(self.options.hnsw_ef_search))
+            async with self.db.errors("search vectors"), self.db.configured(self._settings) as conn:
                 rows = await conn.fetch(sql, *args, n)
             return [VectorHit(id=r[0], score=min(1.0, max(-1.0, float(r[1]))), metadata=json.loads(r[2]))
                     for r in rows]

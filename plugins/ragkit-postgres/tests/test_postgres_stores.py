@@ -176,6 +176,59 @@ async def test_a_table_that_doubled_is_analysed_after_its_commit_and_searches_wa
         await drop_prefix(postgres_url, prefix)
 
 
+async def test_a_search_is_one_statement_under_its_own_stores_settings(make_config):
+    """A vector search outside a batch is one statement: the search settings
+    (``hnsw.ef_search``, ``hnsw.iterative_scan``) stay on the pooled
+    connection's session, set again only when a store with other settings
+    takes it (it was ``BEGIN``, ``SET LOCAL``, the search and ``COMMIT``:
+    four round trips). Inside the batch they are local to it, so its rollback
+    leaves the session as the connection recorded it.
+
+    Troubleshoot: ``Database.configured`` and the connection class that
+    records what it set (``_connection_class``).
+    """
+    ws = f"w{uuid.uuid4().hex[:8]}"
+    one = {"max_connections": 1, "min_connections": 1}  # every statement on one connection
+    narrow = PostgresVectorStore(make_config("narrow", ws, dimension=4, hnsw_ef_search=40, **one))
+    wide = PostgresVectorStore(make_config("wide", ws, dimension=4, hnsw_ef_search=1000, **one))
+    async with narrow, wide:
+        db = narrow.transaction_scope()
+        assert wide.transaction_scope() is db
+        await narrow.upsert(["a", "b"], [[1, 0, 0, 0], [0, 1, 0, 0]])
+        await wide.upsert(["a", "b"], [[1, 0, 0, 0], [0, 1, 0, 0]])
+        sent: list[str] = []
+        async with db.pool.acquire() as conn:
+            conn.add_query_logger(lambda record: sent.append(record.query))
+
+        async def statements(store: PostgresVectorStore) -> list[str]:
+            await asyncio.sleep(0.01)  # asyncpg calls the logger soon after, not at once
+            sent.clear()
+            assert [h.id for h in await store.query([1, 0, 0, 0], 1)] == ["a"]
+            await asyncio.sleep(0.01)
+            return list(sent)
+
+        async def session_value() -> str:
+            async with db.pool.acquire() as conn:
+                return await conn.fetchval("SELECT current_setting('hnsw.ef_search')")
+
+        first = await statements(narrow)  # with asyncpg's first look at the vector type
+        assert "set_config" in first[0] and first[-1].startswith("SELECT id"), first
+        assert len(await statements(narrow)) == 1, "the settings were sent again for the same store"
+        assert len(await statements(wide)) == 2, "another store's settings were not applied"
+        assert len(await statements(wide)) == 1
+        assert await session_value() == "1000"
+
+        with pytest.raises(RuntimeError, match="undo"):
+            async with db.transaction():
+                in_batch = await statements(narrow)
+                assert len(in_batch) == 2 and "true" in in_batch[0], "inside a batch the settings are local"
+                assert await db.batch().conn.fetchval("SELECT current_setting('hnsw.ef_search')") == "40"
+                raise RuntimeError("undo")
+        assert await session_value() == "1000", "the batch's settings outlived it"
+        assert len(await statements(wide)) == 1
+        assert await session_value() == "1000"
+
+
 async def test_a_reader_outside_the_batch_sees_committed_data_only(stores, make_config):
     """Another task (a query answered during a commit) is not in the batch
     transaction: it reads what was committed, and is not blocked."""
