@@ -9,7 +9,9 @@
   graph around them -> entities, relations, chunks by score.
 
 Graph neighbourhoods are ranked by degree, then weight. Vector hits keep their
-own index's similarity; graph-found items have no score.
+own index's similarity; graph-found items have no score. Graph reads go
+through the query's ``CachedGraph`` (``query/graph_cache.py``): local and
+global read the graph around their hits in one call.
 
 Scoped (``doc_ids``, ``doc_filter``, a principal): every graph read goes
 through the scope's ``ScopedGraph``, so items, descriptions, degrees and walks
@@ -33,6 +35,7 @@ from ragkit.core.scope import Restrictor, Scope, ScopedGraph
 from ragkit.core.stores import Stores
 from ragkit.protocols import Embedder
 from ragkit.query import ppr
+from ragkit.query.graph_cache import CachedGraph
 from ragkit.query.items import ChunkItem, EntityItem, RelationItem
 from ragkit.query.scoped import ScopedRanking, VectorIndex, entity_index, relation_index
 
@@ -53,17 +56,20 @@ class Searcher:
     """Node degrees read so far by this query (``degrees``)."""
     view: ScopedGraph | None = field(default=None, init=False)
     ranking: ScopedRanking | None = field(default=None, init=False)
+    cache: CachedGraph = field(init=False)
+    """The graph's raw reads, kept for the query (under ``view`` when scoped)."""
 
     def __post_init__(self) -> None:
+        self.cache = CachedGraph(self.stores.graph)
         if self.scope is not None:
-            self.view = ScopedGraph(self.stores.graph, self.restrictor or Restrictor(self.stores, self.scope))
+            self.view = ScopedGraph(self.cache, self.restrictor or Restrictor(self.stores, self.scope))
             self.ranking = ScopedRanking(self.view, self.embedder)
 
     @property
     def graph(self):
         """The graph as this query may see it: a mode reading the graph itself
         reads it here, never through ``stores.graph``, to stay scoped."""
-        return self.view if self.view is not None else self.stores.graph
+        return self.view if self.view is not None else self.cache
 
     async def together(self, *searches: Coroutine[Any, Any, Any]) -> list[Any]:
         """The results of independent searches, in order. Unscoped, they run
@@ -106,7 +112,8 @@ class Searcher:
     async def local(self, keywords: list[str], top_k: int) -> tuple[list[EntityItem], list[RelationItem]]:
         if not keywords:
             return [], []
-        entities = await self._nearest_entities(await self.embed(keyword_text(keywords)), top_k, "entity_vectors")
+        entities = await self._nearest_entities(await self.embed(keyword_text(keywords)), top_k, "entity_vectors",
+                                                incident=True)
         keys = [e.key for e in entities]
         relations = await self._edges_of(keys)  # reads the entities' degrees with their neighbours'
         for entity, degree in zip(entities, await self.degrees(keys)):
@@ -253,20 +260,35 @@ class Searcher:
 
     # -- vector searches -----------------------------------------------------------
 
-    async def _nearest_entities(self, query: np.ndarray, top_k: int, stage: str) -> list[EntityItem]:
-        return await self._nearest(entity_index(self.stores), query, top_k, stage)
+    async def _nearest_entities(self, query: np.ndarray, top_k: int, stage: str,
+                                incident: bool = False) -> list[EntityItem]:
+        """With ``incident``, the entities' edges and their ends' degrees are
+        read with them (local mode's next step)."""
+        async def around(keys: list[str]) -> None:
+            await self.cache.prefetch(keys, incident=incident)
+
+        return await self._nearest(entity_index(self.stores), query, top_k, stage, around)
 
     async def _nearest_relations(self, query: np.ndarray, top_k: int, stage: str) -> list[RelationItem]:
-        return await self._nearest(relation_index(self.stores), query, top_k, stage)
+        async def around(keys: list[tuple[str, str]]) -> None:
+            await self.cache.prefetch(pairs=keys)  # with their endpoints and degrees
 
-    async def _nearest(self, index: VectorIndex, query: np.ndarray, top_k: int, stage: str) -> list:
+        return await self._nearest(relation_index(self.stores), query, top_k, stage, around)
+
+    async def _nearest(self, index: VectorIndex, query: np.ndarray, top_k: int, stage: str,
+                       around: Any = None) -> list:
         """The ``top_k`` items nearest ``query`` in ``index``; scoped, as an
-        index of only the in-scope documents would rank them (``query/scoped.py``)."""
+        index of only the in-scope documents would rank them (``query/scoped.py``).
+        ``around(keys)`` reads what the graph holds around the hits, once."""
         if self.ranking is not None:
-            return [index.item(f.props, stage, f.score, key=f.key)
-                    for f in await self.ranking.nearest(index, query, top_k)]
+            found = await self.ranking.nearest(index, query, top_k)
+            if around is not None:
+                await around([f.key for f in found])
+            return [index.item(f.props, stage, f.score, key=f.key) for f in found]
         hits = await index.store.query(query, top_k)
         keys = [index.key_of(h) for h in hits]
+        if around is not None:
+            await around(keys)
         return [index.item(props, stage, h.score, key=key)
                 for key, props, h in zip(keys, await index.read(self.graph, keys), hits) if props is not None]
 

@@ -258,6 +258,31 @@ async def test_a_modes_independent_searches_run_at_once_and_answer_the_same(work
         assert scoped.context == alone.context and alone.context
 
 
+@pytest.mark.parametrize("mode, reads", [("local", 1), ("global", 1), ("hybrid", 2), ("mix", 2)])
+async def test_local_and_global_read_the_graph_around_their_hits_once(workdir, questions, mode, reads):
+    """Local reads its entities, their edges and every degree in one graph
+    call, global its relations, their endpoints and their degrees
+    (``GraphStore.context`` through the query's ``CachedGraph``): on a graph
+    server each read is a round trip, and local made four, global three. The
+    context is the one a scoped query over every document builds, whose view
+    reads through the same cache."""
+    llm = ScriptedLLM(script=lambda r: '{"high_level_keywords": ["history", "music"], '
+                                       '"low_level_keywords": ["Kassel", "Hank Snow"]}')
+    question = questions[0]["question"]
+    async with make_rag(workdir, llm=llm) as rag:
+        graph, calls = rag.stores.graph, []
+        for name in ("get_nodes", "get_edges", "nodes_edges", "degrees", "edge_degrees", "context"):
+            def counted(*args, _read=getattr(graph, name), _name=name, **kwargs):
+                calls.append(_name)
+                return _read(*args, **kwargs)
+            setattr(graph, name, counted)
+        alone = await rag.aquery(question, mode=mode, only_need_context=True)
+        assert calls == ["context"] * reads, calls
+        every_doc = [d.id for d in (await rag.stores.doc_status.list_page(limit=10_000)).items]
+        scoped = await rag.aquery(question, mode=mode, only_need_context=True, doc_ids=every_doc)
+        assert scoped.context == alone.context and alone.context
+
+
 @pytest.mark.parametrize("scoped", [False, True])
 async def test_a_failing_search_among_chains_at_once_raises_its_own_error(workdir, questions, scoped):
     """A store error in one chain reaches the caller as that error (the CLI

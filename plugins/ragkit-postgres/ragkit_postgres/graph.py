@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 from ragkit.protocols.base import Capability
-from ragkit.protocols.graph import EdgeKey, GraphStore
+from ragkit.protocols.graph import EdgeKey, GraphContext, GraphStore
 from ragkit.schema import Edge, Node
 from ragkit_postgres._db import PostgresStore
 
@@ -107,6 +107,45 @@ class PostgresGraphStore(PostgresStore, GraphStore):
                 *self.scope, ids,
             )
         return {r[0]: r[1] for r in rows}
+
+    async def _context(self, ids: list[str], keys: list[EdgeKey], incident: bool) -> GraphContext:
+        """One statement: the nodes named (ids and the asked edges' ends), the
+        asked edges and, with ``incident``, every edge of ``ids``, and the
+        degree of every node named or reached, each counted by the indexes."""
+        edges, nodes = self.table("edges"), self.table("nodes")
+        scope = "workspace = $1 AND namespace = $2"
+        touching = (f" UNION SELECT a, b, properties FROM {edges} WHERE {scope} AND a = ANY($3::text[])"
+                    f" UNION SELECT a, b, properties FROM {edges} WHERE {scope} AND b = ANY($3::text[])"
+                    if incident else "")
+        sql = (
+            "WITH pairs AS (SELECT * FROM unnest($4::text[], $5::text[]) AS t(a, b)), "
+            "named AS (SELECT unnest($3::text[]) AS id UNION SELECT a FROM pairs UNION SELECT b FROM pairs), "
+            f"found AS (SELECT e.a, e.b, e.properties FROM {edges} e JOIN pairs t ON e.a = t.a AND e.b = t.b "
+            f"WHERE e.{scope}{touching}), "
+            "ends AS (SELECT id FROM named UNION SELECT a FROM found UNION SELECT b FROM found) "
+            f"SELECT 0, id, NULL::text, properties, NULL::bigint FROM {nodes} WHERE {scope} "
+            "AND id IN (SELECT id FROM named) "
+            "UNION ALL SELECT 1, a, b, properties, NULL FROM found "
+            f"UNION ALL SELECT 2, x.id, NULL, NULL, (SELECT count(*) FROM {edges} WHERE {scope} AND a = x.id) "
+            f"+ (SELECT count(*) FROM {edges} WHERE {scope} AND b = x.id AND a <> x.id) FROM ends x"
+        )
+        async with self.read("read a neighbourhood") as conn:
+            rows = await conn.fetch(sql, *self.scope, ids, [a for a, _ in keys], [b for _, b in keys])
+        found = GraphContext()
+        for kind, x, y, props, degree in rows:
+            if kind == 0:
+                found.nodes[x] = json.loads(props)
+            elif kind == 1:
+                found.edges[(x, y)] = json.loads(props)
+            else:
+                found.degrees[x] = degree
+        if incident:
+            found.incident = {n: [] for n in ids if n in found.nodes}
+            for a, b in found.edges:
+                for n, other in ((a, b), (b, a)) if a != b else ((a, a),):
+                    if n in found.incident:
+                        found.incident[n].append(other)
+        return found
 
     async def _node_count(self) -> int:
         async with self.read("count nodes") as conn:

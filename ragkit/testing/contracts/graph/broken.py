@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 from ragkit.protocols.base import bypass_template
-from ragkit.protocols.graph import EdgeKey, check_node_id, check_properties, edge_key
+from ragkit.protocols.graph import EdgeKey, GraphContext, check_node_id, check_properties, edge_key
 from ragkit.schema import Edge
 from ragkit.storage.networkx_graph import NetworkXGraphStore
 from ragkit.testing.contracts.base.broken import MissingIdError
@@ -102,6 +102,19 @@ class MissingNodeEmptyEdgesGraphStore(NetworkXGraphStore):
 # -- rule breakers: a test naming the rule fails ------------------------------
 
 
+class ReturnedEdgesDegreeGraphStore(NetworkXGraphStore):
+    """Answers ``context`` in one pass as a hand-written query would, counting
+    each node's degree over the edges it returns, not over all its edges."""
+
+    violates: ClassVar[str] = "graph.context.same-as-reads"
+    defect: ClassVar[str] = "context counts degrees over the edges it read only"
+
+    async def _context(self, ids: list[str], keys: list[EdgeKey], incident: bool) -> GraphContext:
+        found = await super()._context(ids, keys, incident)
+        found.degrees = {n: sum(1 for k in found.edges if n in k) for n in found.degrees}
+        return found
+
+
 class FirstWinsEdgesGraphStore(NetworkXGraphStore):
     """Replaces ``upsert_edges`` and keeps the *first* of an edge repeated in
     one batch (an ``INSERT ... ON CONFLICT DO NOTHING`` of the whole batch)."""
@@ -134,7 +147,7 @@ class SavesWhatItDiscardsGraphStore(NetworkXGraphStore):
 DEFECTS: tuple[type, ...] = (StrictDeleteGraphStore, DuplicateEdgesGraphStore, StaleDegreeGraphStore, MissingNodeEmptyEdgesGraphStore)
 
 RULE_BREAKERS: dict[str, tuple[type, ...]] = {
-    "GraphStoreContract": (FirstWinsEdgesGraphStore, SavesWhatItDiscardsGraphStore),
+    "GraphStoreContract": (FirstWinsEdgesGraphStore, SavesWhatItDiscardsGraphStore, ReturnedEdgesDegreeGraphStore),
 }
 
 REFERENCES: dict[str, type] = {"GraphStoreContract": NetworkXGraphStore}

@@ -303,6 +303,44 @@ class GraphDegreeTests:
         await assert_degrees(adapter, {"a": 0, "c": 0, "d": 0})
 
 
+class GraphContextTests:
+    @checks("graph.context.same-as-reads")
+    async def test_context_answers_what_the_single_reads_answer(self, adapter):
+        """``context`` reads in one call what ``get_nodes``, ``get_edges``,
+        ``nodes_edges`` and ``degrees`` read one by one: the asked nodes and
+        the asked edges' ends, the asked edges (and with ``incident`` every
+        edge of the asked nodes), and the degree of every node named or
+        reached, a self-loop counted once, a missing node 0.
+
+        Troubleshoot: an adapter overriding ``_context`` (one statement on a
+        server) must count degrees over all of a node's edges, not only those
+        it returns, and leave a missing node out of ``nodes`` and ``incident``.
+        """
+        await adapter.upsert_nodes({"hub": {"kind": "hub"}, "lonely": {"w": 1.5}})
+        await adapter.upsert_edges([("hub", "a", {"w": 1}), ("b", "hub", {"w": 2}), ("a", "c", {"tags": ["x"]}),
+                                    ("c", "d", {}), ("hub", "hub", {"self": True})])
+        ctx = await adapter.context(["hub", "lonely", "missing"], incident=True)
+        assert ctx.nodes == {"hub": {"kind": "hub"}, "lonely": {"w": 1.5}}
+        assert ctx.edges == {("a", "hub"): {"w": 1}, ("b", "hub"): {"w": 2}, ("hub", "hub"): {"self": True}}
+        assert ctx.incident == {"hub": [("a", "hub"), ("b", "hub"), ("hub", "hub")], "lonely": []}
+        assert ctx.degrees == {"hub": 3, "lonely": 0, "missing": 0, "a": 2, "b": 1}
+
+        ctx = await adapter.context(pairs=[("c", "a"), ("d", "c"), ("a", "missing"), ("b", "d")])
+        assert ctx.nodes == {"a": {}, "c": {}, "d": {}, "b": {}}
+        assert ctx.edges == {("a", "c"): {"tags": ["x"]}, ("c", "d"): {}}
+        assert ctx.degrees == {"a": 2, "c": 2, "d": 1, "b": 1, "missing": 0}
+        assert ctx.incident == {}
+
+        ctx = await adapter.context(["d"], [("a", "hub")], incident=True)
+        assert ctx.nodes == {"d": {}, "a": {}, "hub": {"kind": "hub"}}
+        assert ctx.edges == {("c", "d"): {}, ("a", "hub"): {"w": 1}}
+        assert ctx.degrees == {"d": 1, "a": 2, "hub": 3, "c": 2}
+        assert ctx.incident == {"d": [("c", "d")]}
+        ctx.nodes["hub"]["kind"] = "changed"
+        assert (await adapter.get_nodes(["hub"])) == [{"kind": "hub"}], "context handed out the stored properties"
+        assert (await adapter.context()).nodes == {}
+
+
 class GraphDeleteTests:
     @checks("graph.delete.cascades")
     async def test_deleting_a_node_deletes_its_edges(self, adapter):
@@ -466,6 +504,7 @@ class GraphStoreContract(
     GraphQueryTests,
     GraphScanAndCountTests,
     GraphDeleteTests,
+    GraphContextTests,
     GraphDegreeTests,
     GraphEdgeTests,
     GraphNodeTests,

@@ -161,6 +161,23 @@ class GraphMachine(StoreMachine):
         degrees = self.run(self.store.degrees(ids))
         assert degrees == [self.degree(n) for n in ids], f"degrees({ids!r}) = {degrees}"
 
+    @rule(ids=st.lists(_NODE | st.just("never"), max_size=4), pairs=st.lists(_PAIR, max_size=3),
+          incident=st.booleans())
+    def context(self, ids, pairs, incident):
+        ctx = self.run(self.store.context(ids, pairs, incident))
+        asked = [edge_key(a, b) for a, b in pairs]
+        keys = {k for k in asked if k in self.edges}
+        if incident:
+            keys |= {k for k in self.edges if k[0] in ids or k[1] in ids}
+        named = {*ids, *(n for k in asked for n in k)}
+        assert difference({n: self.nodes[n] for n in named if n in self.nodes}, ctx.nodes) is None, \
+            f"context nodes {ctx.nodes}"
+        assert difference({repr(k): self.edges[k] for k in keys}, {repr(k): v for k, v in ctx.edges.items()}) is None, \
+            f"context({ids!r}, {pairs!r}, {incident}) edges {sorted(ctx.edges)} != {sorted(keys)}"
+        assert ctx.degrees == {n: self.degree(n) for n in named | {n for k in keys for n in k}}, ctx.degrees
+        expected = {n: sorted(k for k in self.edges if n in k) for n in ids if n in self.nodes} if incident else {}
+        assert ctx.incident == expected, f"context incident {ctx.incident} != {expected}"
+
     @rule()
     def scans(self):
         nodes = self.run(all_nodes(self.store))
