@@ -204,6 +204,8 @@ class Neo4jGraphStore(GraphStore):
             ) from exc
 
     async def _read(self, what: str, query: str, params: dict[str, Any]) -> list[list[Any]]:
+        from neo4j.exceptions import ServiceUnavailable, SessionExpired
+
         shared = self._conn()
 
         async def work() -> list[list[Any]]:
@@ -212,7 +214,15 @@ class Neo4jGraphStore(GraphStore):
                 return await result.values()
 
         async with self._errors(what):
-            return await self._timed(what, work())
+            try:
+                return await self._timed(what, work())
+            except (ServiceUnavailable, SessionExpired):
+                # A pooled connection the server had dropped (FalkorDB's
+                # listener does, now and then, during long indexing runs): the
+                # driver has discarded it, and a read is safe to run again, on
+                # a fresh one. Writes need no such step: the driver's managed
+                # transaction (execute_write) retries them itself.
+                return await self._timed(what, work())
 
     async def _write(
         self, what: str, statements: list[tuple[str, dict[str, Any]]], *, fenced: bool = True

@@ -399,6 +399,72 @@ async def test_reopening_many_times_does_not_hang(make_config):
         await store.drop()
 
 
+class CuttingProxy:
+    """A loopback TCP proxy to the Bolt server that can cut every connection
+    through it at once, as a server dropping its clients' sockets does."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.target = (host, port)
+        self.writers: list[asyncio.StreamWriter] = []
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self.server.sockets[0].getsockname()[1]
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(*self.target)
+        self.writers += [writer, up_writer]
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(ConnectionError):  # the cut, or the peer's close
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    def cut(self) -> None:
+        for writer in self.writers:
+            writer.transport.abort()
+        self.writers.clear()
+
+    async def stop(self) -> None:
+        self.cut()
+        self.server.close()
+        await self.server.wait_closed()
+
+
+async def test_a_read_on_a_connection_the_server_dropped_runs_again(make_config, neo4j_options):
+    """A pooled connection the server dropped fails the next statement sent on
+    it ("Failed to read from defunct connection"); a read runs once more on a
+    fresh connection instead of failing the indexer's or a query's call (the
+    benchmark's server runs stopped on it). Writes are retried by the driver's
+    managed transactions already.
+
+    Troubleshoot: ``Neo4jGraphStore._read``'s retry.
+    """
+    from urllib.parse import urlparse
+
+    uri = urlparse(neo4j_options["uri"])
+    proxy = CuttingProxy(uri.hostname, uri.port)
+    port = await proxy.start()
+    try:
+        config = make_config("dropped", uri=f"{uri.scheme}://127.0.0.1:{port}")
+        async with Neo4jGraphStore(config) as store:
+            try:
+                await store.upsert_edges([("a", "b", {"w": 1})])
+                assert await store.get_edges([("a", "b")]) == [{"w": 1}]
+                proxy.cut()
+                assert await store.get_edges([("b", "a")]) == [{"w": 1}]
+                proxy.cut()
+                assert await store.degrees(["a", "b", "c"]) == [1, 1, 0]
+            finally:
+                await store.drop()
+    finally:
+        await proxy.stop()
+
+
 async def test_nul_in_ids_is_refused_only_where_the_server_cannot_store_it(graph):
     """NUL in an id cannot reach FalkorDB (C strings): it raises
     ``InvalidValueError`` there and writes nothing; NUL in values goes through
