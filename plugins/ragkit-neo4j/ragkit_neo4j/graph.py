@@ -608,19 +608,14 @@ class Neo4jGraphStore(GraphStore):
         return found
 
     async def _degrees(self, ids: list[str]) -> dict[str, int]:
-        # One record per statement, not one per node: the driver's work per
-        # record (a Bolt message each) was most of a degrees read's time. The
-        # list is the batch's ids with a number each, so it fits a message
-        # whenever the statement that named them did.
         found: dict[str, int] = {}
         for query, params in self._statements(
             f"UNWIND $rows AS id MATCH (n:{self._label} {{{ID_KEY}: id}}) "
-            f"OPTIONAL MATCH (n)-[r:{self._rel}]-(:{self._label}) WITH id, count(DISTINCT r) AS d "
-            "RETURN collect([id, d])",
+            f"OPTIONAL MATCH (n)-[r:{self._rel}]-(:{self._label}) RETURN id, count(DISTINCT r)",
             self._query_ids(ids),
         ):
-            for (pairs,) in await self._read("read degrees", query, params):
-                found.update((node_id, degree) for node_id, degree in pairs)
+            for node_id, degree in await self._read("read degrees", query, params):
+                found[node_id] = degree
         return found
 
     async def _context(self, ids: list[str], keys: list[EdgeKey], incident: bool) -> GraphContext:
