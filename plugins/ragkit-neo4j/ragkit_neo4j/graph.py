@@ -536,6 +536,14 @@ class Neo4jGraphStore(GraphStore):
 
     # -- reads ---------------------------------------------------------------------------
 
+    async def _per_id(self, what: str, template: str, ids: list[str]) -> dict[Any, Any]:
+        """``{first column: second column}`` over batches of ``ids``."""
+        found: dict[Any, Any] = {}
+        for query, params in self._statements(template, ids):
+            for key, value in await self._read(what, query, params):
+                found[key] = value
+        return found
+
     @property
     def _by_property(self) -> bool:
         """Read properties one record per property (values may be stored in pieces)."""
@@ -608,15 +616,12 @@ class Neo4jGraphStore(GraphStore):
         return found
 
     async def _degrees(self, ids: list[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for query, params in self._statements(
+        return await self._per_id(
+            "read degrees",
             f"UNWIND $rows AS id MATCH (n:{self._label} {{{ID_KEY}: id}}) "
             f"OPTIONAL MATCH (n)-[r:{self._rel}]-(:{self._label}) RETURN id, count(DISTINCT r)",
             self._query_ids(ids),
-        ):
-            for node_id, degree in await self._read("read degrees", query, params):
-                found[node_id] = degree
-        return found
+        )
 
     async def _context(self, ids: list[str], keys: list[EdgeKey], incident: bool) -> GraphContext:
         # The reads that do not wait for each other at once, each in its own
