@@ -88,10 +88,7 @@ class PostgresVectorStore(PostgresStore, VectorStore):
             values = in_values(field, cond) if isinstance(cond, dict) else [cond]
             args += [field, [json.dumps(v) for v in values]]
             where += f" AND (attributes -> ${len(args) - 1}) = ANY(${len(args)}::jsonb[])"
-        d = self.stored_dimension or self.dimension
-        order = f"(embedding::halfvec({d}) <=> $3::halfvec({d}))" if d > HALFVEC_ABOVE else "(embedding <=> $3::vector)"
-        sql = (f"SELECT id, 1 - (embedding <=> $3::vector) AS score, metadata FROM {self.vectors} "
-               f"WHERE workspace = $1 AND namespace = $2{where} ORDER BY {order} LIMIT ${len(args) + 1}")
+        sql = self._search_sql(where, f"${len(args) + 1}")
 
         async def search(n: int) -> list[VectorHit]:
             async with self.db.errors("search vectors"), self.db.configured(self._settings) as conn:
@@ -100,6 +97,31 @@ class PostgresVectorStore(PostgresStore, VectorStore):
                     for r in rows]
 
         return await search_past_ties(search, top_k, min_score)
+
+    def _search_sql(self, where: str, limit: str) -> str:
+        """The nearest ``limit`` rows of this store matching ``where``, in one
+        statement: the HNSW walk, and only when it brings back fewer rows than
+        asked the exact answer (every row of the store that matches, sorted).
+
+        Why the second branch: the index holds every workspace and namespace of
+        this dimension, so a small store, or a selective filter, is a handful of
+        rows scattered in a large graph. The walk (iterative scan included) may
+        stop before it meets them all, at ``hnsw.max_scan_tuples`` or at parts
+        of the graph deleted rows cut off, and ``search_past_ties`` takes fewer
+        rows than asked for "every row that matches". The exact branch runs
+        only then (its gate is evaluated once, before it), costs a scan of this
+        store's matching rows, and ``+ 0`` keeps its ordering off the index.
+        """
+        d = self.stored_dimension or self.dimension
+        walk = f"(embedding::halfvec({d}) <=> $3::halfvec({d}))" if d > HALFVEC_ABOVE else "(embedding <=> $3::vector)"
+        rows = f"FROM {self.vectors} WHERE workspace = $1 AND namespace = $2{where}"
+        return (
+            f"WITH walk AS MATERIALIZED (SELECT id, embedding <=> $3::vector AS distance, metadata {rows} "
+            f"ORDER BY {walk} LIMIT {limit}) "
+            f"SELECT id, 1 - distance, metadata FROM walk WHERE (SELECT count(*) FROM walk) >= {limit} "
+            f"UNION ALL (SELECT id, 1 - (embedding <=> $3::vector), metadata {rows} "
+            f"AND (SELECT count(*) FROM walk) < {limit} ORDER BY (embedding <=> $3::vector) + 0 LIMIT {limit})"
+        )
 
     async def _get(self, ids: list[str]) -> dict[str, tuple[Any, dict[str, Any]]]:
         async with self.read("read vectors") as conn:

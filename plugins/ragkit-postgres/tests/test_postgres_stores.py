@@ -19,6 +19,7 @@ import textwrap
 import time
 import uuid
 from datetime import datetime, timezone
+from urllib.parse import urlsplit
 
 import asyncpg
 import numpy as np
@@ -212,7 +213,7 @@ async def test_a_search_is_one_statement_under_its_own_stores_settings(make_conf
                 return await conn.fetchval("SELECT current_setting('hnsw.ef_search')")
 
         first = await statements(narrow)  # with asyncpg's first look at the vector type
-        assert "set_config" in first[0] and first[-1].startswith("SELECT id"), first
+        assert "set_config" in first[0] and first[-1].startswith("WITH walk"), first
         assert len(await statements(narrow)) == 1, "the settings were sent again for the same store"
         assert len(await statements(wide)) == 2, "another store's settings were not applied"
         assert len(await statements(wide)) == 1
@@ -227,6 +228,45 @@ async def test_a_search_is_one_statement_under_its_own_stores_settings(make_conf
         assert await session_value() == "1000", "the batch's settings outlived it"
         assert len(await statements(wide)) == 1
         assert await session_value() == "1000"
+
+
+async def test_a_search_the_index_walk_cuts_short_still_finds_every_matching_row(postgres_url):
+    """The HNSW index of a dimension holds every workspace and namespace, so a
+    small store (or a selective filter) in a crowded table is a handful of
+    rows the index walk may stop before meeting: at ``hnsw.max_scan_tuples``
+    or where deleted rows cut the graph. CI once lost one of three matching
+    rows of a seven-row store that way. When the walk brings back fewer rows
+    than asked, the same statement answers from an exact scan of the store's
+    matching rows. Here a database whose planner takes the index whenever it
+    can (``enable_sort = off``) and whose walk stops after 20 tuples stands
+    for the crowded table.
+
+    Troubleshoot: ``PostgresVectorStore._search_sql``.
+    """
+    name = f"ragkit_walk_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(postgres_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        await admin.execute(f'ALTER DATABASE "{name}" SET enable_sort = off')
+        await admin.execute(f'ALTER DATABASE "{name}" SET hnsw.max_scan_tuples = 20')
+        dsn = urlsplit(postgres_url)._replace(path=f"/{name}").geturl()
+        rng = np.random.default_rng(11)
+        crowd = PostgresVectorStore(StoreConfig(namespace="crowd", workspace="w", dimension=8, options={"dsn": dsn}))
+        store = PostgresVectorStore(StoreConfig(namespace="few", workspace="w", dimension=8, options={"dsn": dsn}))
+        async with crowd, store:
+            await crowd.upsert([f"c{i}" for i in range(400)], rng.normal(size=(400, 8)))
+            vectors = rng.normal(size=(7, 8))
+            await store.upsert([f"t{i}" for i in range(7)], vectors, [{"v": i % 3} for i in range(7)])
+            query = rng.normal(size=8)
+            unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+            nearest = [f"t{i}" for i in np.argsort(-(unit @ (query / np.linalg.norm(query))))]
+            assert [h.id for h in await store.query(query, 5)] == nearest[:5]
+            assert sorted(h.id for h in await store.query(query, 50)) == sorted(nearest)
+            assert sorted(h.id for h in await store.query(query, 50, filter={"v": {"$in": [0, 2]}})) == [
+                "t0", "t2", "t3", "t5", "t6"]
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
 
 
 async def test_a_reader_outside_the_batch_sees_committed_data_only(stores, make_config):
