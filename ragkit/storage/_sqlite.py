@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -77,6 +78,34 @@ def chunked(items: Sequence[Any], size: int = MAX_PARAMS) -> Iterator[Sequence[A
         yield items[start : start + size]
 
 
+def _busy(exc: sqlite3.Error) -> bool:
+    return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _use_wal(conn: sqlite3.Connection) -> str:
+    """Put the database in WAL mode; the journal mode it is in afterwards.
+
+    SQLite runs no busy handler for the conversion (it needs the file to
+    itself), so two processes opening a new database at once made one fail
+    at once with "database is locked" (two ``ragkit index`` started together,
+    seen in CI). WAL is recorded in the file: once converted, reading the mode
+    takes no lock; until then the conversion is tried again, backing off,
+    within the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    pause = 0.002
+    while True:
+        try:
+            mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+            if mode.lower() == "wal":
+                return mode
+            return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(2 * pause, 0.05)
+
+
 class Connection:
     """One sqlite3 connection with WAL pragmas and explicit transactions.
 
@@ -102,7 +131,7 @@ class Connection:
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             with self._errors():
-                mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                mode = _use_wal(self._conn)
             if str(mode).lower() != "wal":
                 raise StoreError(
                     f"SQLite database {self.path} refused WAL journal mode (got {mode!r}); "
@@ -121,11 +150,22 @@ class Connection:
         (found by the fault campaign, docs/faults.md)."""
         try:
             yield
-        except sqlite3.Error as exc:
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc):
+                raise self._failed(exc) from exc
             raise StoreError(
-                f"SQLite database {self.path} failed: {exc}. If its disk is full, free space and run "
-                "the command again: what was committed before is intact and the next run finishes the rest"
+                f"SQLite database {self.path} stayed locked by another connection for "
+                f"{BUSY_TIMEOUT_MS / 1000:g} s ({exc}); run the command again when the other process "
+                "has finished: what was committed before is intact"
             ) from exc
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: sqlite3.Error) -> StoreError:
+        return StoreError(
+            f"SQLite database {self.path} failed: {exc}. If its disk is full, free space and run "
+            "the command again: what was committed before is intact and the next run finishes the rest"
+        )
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

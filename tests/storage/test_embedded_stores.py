@@ -5,9 +5,11 @@ the contract suite; this file checks what only these implementations promise."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -728,3 +730,55 @@ def test_atomic_write_replaces_and_cleans_up(tmp_path):
     journal_file.remove_file(target)
     journal_file.remove_file(target)  # missing: fine
     assert not target.exists()
+
+
+async def test_a_new_database_another_process_is_reading_opens_when_it_is_free(tmp_path):
+    """Two ``ragkit index`` started together both open a new SQLite file, and
+    putting it in WAL mode needs the file to itself: SQLite runs no busy
+    handler for that, so the second failed at once with "database is locked"
+    (seen in CI). Here another connection holds a write on the new file for
+    0.3 s while the store opens: the store waits, then opens in WAL mode.
+
+    Troubleshoot: ``ragkit.storage._sqlite._use_wal``.
+    """
+    path = tmp_path / "w1" / "ragkit.sqlite"
+    path.parent.mkdir()
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE t (x)")  # a new file: rollback journal, as SQLite creates one
+    other.execute("BEGIN IMMEDIATE")  # the other process's write (its own conversion, say), held
+    release = threading.Timer(0.3, other.execute, ["COMMIT"])
+    release.start()
+    store = SQLiteKVStore(cfg(tmp_path))
+    started = time.monotonic()
+    await store.open()
+    try:
+        assert time.monotonic() - started >= 0.25, "opened while the other write held the file"
+        await store.upsert({"k": {"v": 1}})
+        assert await store.get("k") == {"v": 1}
+        with contextlib.closing(sqlite3.connect(path)) as another:
+            assert another.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        release.join()
+        await store.close()
+        other.close()
+
+
+async def test_a_database_locked_past_the_busy_timeout_is_named_as_such(tmp_path, monkeypatch):
+    """A lock held longer than the busy timeout says so (it said "If its disk
+    is full ..."), and the file is left as it was."""
+    monkeypatch.setattr("ragkit.storage._sqlite.BUSY_TIMEOUT_MS", 200)
+    path = tmp_path / "w1" / "ragkit.sqlite"
+    path.parent.mkdir()
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("CREATE TABLE t (x)")
+    other.execute("INSERT INTO t VALUES (1)")
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match="stayed locked by another connection for 0.2 s") as caught:
+            await SQLiteKVStore(cfg(tmp_path)).open()
+        assert "run the command again" in str(caught.value) and "disk is full" not in str(caught.value)
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    with contextlib.closing(sqlite3.connect(path)) as again:
+        assert again.execute("SELECT x FROM t").fetchall() == [(1,)]
