@@ -135,6 +135,9 @@ def scale_runs(r: Runner, rk: list, inputs: Path, work: Path, factors: list[int]
     return out_rows
 
 
+_BACKENDS = ["embedded", "servers", "postgres"]
+
+
 def updated(old: dict[str, Any], new: dict[str, Any], parts: set[str]) -> dict[str, Any]:
     """``old`` with the parts of ``new`` put in, and the re-run recorded."""
     out = dict(old)
@@ -143,12 +146,15 @@ def updated(old: dict[str, Any], new: dict[str, Any], parts: set[str]) -> dict[s
             out[part] = new[part]
     if "scale" in parts:
         out["scale"] = new["scale"]
-    else:  # only the combinations re-run are replaced
-        again = {b for part, b in (("scale-servers", "servers"), ("scale-postgres", "postgres")) if part in parts}
+    else:  # only the (backend, factor) rows re-run are replaced: `--scale-postgres 1` keeps x5 and x10
+        again = {(x.get("backend", "embedded"), x["factor"]) for x in new.get("scale", [])}
         if again:
-            out["scale"] = [x for x in old.get("scale", []) if x.get("backend", "embedded") not in again] + new["scale"]
+            kept = [x for x in old.get("scale", []) if (x.get("backend", "embedded"), x["factor"]) not in again]
+            out["scale"] = sorted(kept + new["scale"], key=lambda x: (_BACKENDS.index(x.get("backend", "embedded")),
+                                                                   x["factor"]))
     if "postgres" in {x.get("backend") for x in new.get("scale", [])}:
-        out["settings"] = {**old.get("settings", {}), "postgres_scales": new["settings"]["postgres_scales"]}
+        done = set(old.get("settings", {}).get("postgres_scales", [])) | set(new["settings"]["postgres_scales"])
+        out["settings"] = {**old.get("settings", {}), "postgres_scales": sorted(done)}
     out["steps"] = old.get("steps", []) + new["steps"]
     out["reruns"] = old.get("reruns", []) + [{
         "parts": sorted(parts), "started_at": new["started_at"], "command": new["command"],

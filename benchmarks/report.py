@@ -497,6 +497,17 @@ def latency_section(res: dict, lines: list[str]) -> None:
     lines += ["", "![query latency](benchmarks/latency.png)", ""]
 
 
+def warm_up_note(runs: list[dict]) -> str:
+    """How the scale runs' timed round was preceded: an untimed round of every
+    question in every mode (``--warm-up``), or nothing (runs made before it)."""
+    cold = [f"{x.get('backend', 'embedded')} ×{x['factor']}" for x in runs
+            if "failed" not in x and not x.get("warm_up_rounds")]
+    note = ("The timed round follows one untimed round of every question in every mode (what a server "
+            "settles or fills after the bulk load is not timed)")
+    return note + (f"; runs made before that existed, timed straight after indexing: {', '.join(cold)}." if cold
+                   else ".")
+
+
 def scale_section(res: dict, lines: list[str]) -> None:
     s = res.get("scale")
     if not s:
@@ -512,7 +523,7 @@ def scale_section(res: dict, lines: list[str]) -> None:
         "Backends: `embedded` is SQLite (KV, doc status), numpy (vectors) and NetworkX (graph) in the working "
         "folder; `servers` is Redis (KV, doc status), a Chroma server (vectors) and the Bolt server (graph, "
         "FalkorDB standing in for Neo4j), all on loopback, started by the harness. Peak RSS is ragkit's own "
-        "process (the servers' memory is not included). Query p50 in ms.",
+        "process (the servers' memory is not included). Query p50 in ms. " + warm_up_note(s),
         "",
     ]
     rows, notes = [], []

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from report import MODES, fmt, labelled_runs, ratio, run_heading, table
+from report import MODES, fmt, labelled_runs, ratio, run_heading, table, warm_up_note
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -28,7 +28,7 @@ def postgres_scale_section(res: dict, lines: list[str]) -> None:
         "then on PostgreSQL. ragkit's peak RSS is its own process; the database's memory is the peak of the "
         "postgres processes' summed PSS (shared buffers counted once; RSS sum in the JSON), sampled every 0.2 s; "
         "its size is `pg_database_size` after the run. Query p50 in ms, and the ratio PostgreSQL / embedded "
-        f"(target: at most {TARGET:g} at ×1 and ×5).",
+        f"(target: at most {TARGET:g} at ×1 and ×5). " + warm_up_note(rows),
         "",
     ]
     out, notes = [], []

@@ -74,6 +74,10 @@ class PostgresOptions(BaseModel):
     hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
     """Candidates the HNSW index search keeps; 1000 makes small collections exact."""
+    exact_search_below: int = Field(default=2000, ge=0)
+    """A vector store holding fewer rows is searched exactly (every row scored)
+    rather than through the HNSW index it shares with every store of its
+    dimension; 0 always walks the index."""
 
     @field_validator("table_prefix")
     @classmethod

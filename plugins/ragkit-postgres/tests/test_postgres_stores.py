@@ -189,7 +189,8 @@ async def test_a_search_is_one_statement_under_its_own_stores_settings(make_conf
     records what it set (``_connection_class``).
     """
     ws = f"w{uuid.uuid4().hex[:8]}"
-    one = {"max_connections": 1, "min_connections": 1}  # every statement on one connection
+    # every statement on one connection; the index walked, however few the rows
+    one = {"max_connections": 1, "min_connections": 1, "exact_search_below": 0}
     narrow = PostgresVectorStore(make_config("narrow", ws, dimension=4, hnsw_ef_search=40, **one))
     wide = PostgresVectorStore(make_config("wide", ws, dimension=4, hnsw_ef_search=1000, **one))
     async with narrow, wide:
@@ -251,8 +252,9 @@ async def test_a_search_the_index_walk_cuts_short_still_finds_every_matching_row
         await admin.execute(f'ALTER DATABASE "{name}" SET hnsw.max_scan_tuples = 20')
         dsn = urlsplit(postgres_url)._replace(path=f"/{name}").geturl()
         rng = np.random.default_rng(11)
-        crowd = PostgresVectorStore(StoreConfig(namespace="crowd", workspace="w", dimension=8, options={"dsn": dsn}))
-        store = PostgresVectorStore(StoreConfig(namespace="few", workspace="w", dimension=8, options={"dsn": dsn}))
+        options = {"dsn": dsn, "exact_search_below": 0}  # the index walked, however few the rows
+        crowd = PostgresVectorStore(StoreConfig(namespace="crowd", workspace="w", dimension=8, options=options))
+        store = PostgresVectorStore(StoreConfig(namespace="few", workspace="w", dimension=8, options=options))
         async with crowd, store:
             await crowd.upsert([f"c{i}" for i in range(400)], rng.normal(size=(400, 8)))
             vectors = rng.normal(size=(7, 8))
@@ -267,6 +269,47 @@ async def test_a_search_the_index_walk_cuts_short_still_finds_every_matching_row
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
+
+
+async def test_a_small_store_is_searched_exactly_and_a_large_one_through_the_index(make_config):
+    """Below ``exact_search_below`` rows a search scores every row of the
+    store (one statement, ordered off the index): the shared HNSW index
+    would walk mostly other stores' rows. The row count is read once and
+    read again after this process writes; from the threshold on, the
+    search walks the index.
+
+    Troubleshoot: ``PostgresVectorStore._small``.
+    """
+    ws = f"w{uuid.uuid4().hex[:8]}"
+    one = {"max_connections": 1, "min_connections": 1, "exact_search_below": 30}
+    store = PostgresVectorStore(make_config("few", ws, dimension=8, **one))
+    rng = np.random.default_rng(3)
+    async with store:
+        db = store.transaction_scope()
+        vectors = rng.normal(size=(29, 8))
+        await store.upsert([f"v{i}" for i in range(29)], vectors)
+        sent: list[str] = []
+        async with db.pool.acquire() as conn:
+            conn.add_query_logger(lambda record: sent.append(record.query))
+
+        async def search() -> tuple[list[str], list[str]]:
+            await asyncio.sleep(0.01)  # asyncpg calls the logger soon after, not at once
+            sent.clear()
+            hits = [h.id for h in await store.query(query, 5)]
+            await asyncio.sleep(0.01)
+            return hits, list(sent)
+
+        query = rng.normal(size=8)
+        unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        nearest = [f"v{i}" for i in np.argsort(-(unit @ (query / np.linalg.norm(query))))[:5]]
+        hits, statements = await search()
+        assert hits == nearest
+        assert any("count(*)" in s for s in statements) and statements[-1].endswith("+ 0 LIMIT $4"), statements
+        hits, statements = await search()
+        assert hits == nearest and len(statements) == 1, "the row count was read again without a write"
+        await store.upsert(["v29"], rng.normal(size=(1, 8)))
+        _, statements = await search()
+        assert any("count(*)" in s for s in statements) and statements[-1].startswith("WITH walk"), statements
 
 
 async def test_a_reader_outside_the_batch_sees_committed_data_only(stores, make_config):
