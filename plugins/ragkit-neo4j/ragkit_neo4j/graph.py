@@ -56,6 +56,9 @@ from ragkit_neo4j.lease import Neo4jLease
 DEFAULT_URI = "bolt://localhost:7687"
 
 
+READ_RETRY_PAUSES_S = (0.0, 0.1, 0.5)
+"""Pauses before each new attempt of a read that found its connection dropped (``_read``)."""
+
 class Neo4jOptions(BaseModel):
     """``[graph.options]`` of ``neo4j``."""
 
@@ -214,15 +217,20 @@ class Neo4jGraphStore(GraphStore):
                 return await result.values()
 
         async with self._errors(what):
-            try:
-                return await self._timed(what, work())
-            except (ServiceUnavailable, SessionExpired):
-                # A pooled connection the server had dropped (FalkorDB's
-                # listener does, now and then, during long indexing runs): the
-                # driver has discarded it, and a read is safe to run again, on
-                # a fresh one. Writes need no such step: the driver's managed
-                # transaction (execute_write) retries them itself.
-                return await self._timed(what, work())
+            for pause in READ_RETRY_PAUSES_S:
+                try:
+                    return await self._timed(what, work())
+                except (ServiceUnavailable, SessionExpired):
+                    # A pooled connection the server had dropped (FalkorDB's
+                    # listener does, now and then, under an indexing run's
+                    # load): the driver has discarded the idle ones to that
+                    # server, and a read is safe to run again. Connections
+                    # other tasks had checked out come back dead too, so
+                    # more than once, after a pause. Writes need no such
+                    # step: the driver's managed transaction (execute_write)
+                    # retries them itself.
+                    await asyncio.sleep(pause)
+            return await self._timed(what, work())
 
     async def _write(
         self, what: str, statements: list[tuple[str, dict[str, Any]]], *, fenced: bool = True

@@ -459,6 +459,12 @@ async def test_a_read_on_a_connection_the_server_dropped_runs_again(make_config,
                 assert await store.get_edges([("b", "a")]) == [{"w": 1}]
                 proxy.cut()
                 assert await store.degrees(["a", "b", "c"]) == [1, 1, 0]
+                # Several pooled connections dropped at once (the pool holds
+                # those of concurrent reads): each is found dead only when used.
+                reads = [store.get_edges([("a", "b")]) for _ in range(4)]
+                assert await asyncio.gather(*reads) == [[{"w": 1}]] * 4
+                proxy.cut()
+                assert await store.get_nodes(["a"]) == [{}]
             finally:
                 await store.drop()
     finally:
