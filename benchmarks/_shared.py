@@ -226,8 +226,7 @@ def reference(run: dict[str, Any]) -> dict[str, Any]:
     """What a server-backed scale row keeps of the embedded run at its factor,
     made just before it in the same harness run (its p50 ratios' denominator)."""
     return {"backend": "embedded", "index_s": run["index_s"], "peak_rss_mib": run["peak_rss_mib"],
-            "disk_mib": run["disk_mib"], "warm_up_rounds": run.get("warm_up_rounds", 0),
-            "p50_ms": {m: v["latency"]["p50_ms"] for m, v in run["modes"].items()}}
+            "disk_mib": run["disk_mib"], "p50_ms": {m: v["latency"]["p50_ms"] for m, v in run["modes"].items()}}
 
 
 def run_started() -> dict[str, Any]:

@@ -59,6 +59,7 @@ DEFAULT_URI = "bolt://localhost:7687"
 READ_RETRY_PAUSES_S = (0.0, 0.1, 0.5)
 """Pauses before each new attempt of a read that found its connection dropped (``_read``)."""
 
+
 class Neo4jOptions(BaseModel):
     """``[graph.options]`` of ``neo4j``."""
 

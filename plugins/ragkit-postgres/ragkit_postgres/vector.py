@@ -65,7 +65,7 @@ class PostgresVectorStore(PostgresStore, VectorStore):
             self._settings = {"hnsw.ef_search": str(self.options.hnsw_ef_search)}
             if self.db.vector_version >= (0, 8):
                 self._settings["hnsw.iterative_scan"] = "strict_order"
-            self._rows: tuple[int, float] | None = None  # (row count, when counted)
+            self._rows: tuple[int, float] | None = None  # (rows counted up to exact_search_below, when)
         except BaseException:
             await super()._close()
             raise
@@ -121,7 +121,14 @@ class PostgresVectorStore(PostgresStore, VectorStore):
             return False
         now = time.monotonic()
         if self._rows is None or now - self._rows[1] > ROW_COUNT_AGE_S:
-            self._rows = (await self._count(), now)
+            # Counted up to the threshold only: a store of millions of rows
+            # costs no more to classify than one at the threshold.
+            async with self.read("count vectors") as conn:
+                rows = await conn.fetchval(
+                    f"SELECT count(*) FROM (SELECT 1 FROM {self.vectors} WHERE workspace = $1 AND namespace = $2 "
+                    "LIMIT $3) AS s", *self.scope, below,
+                )
+            self._rows = (rows, now)
         return self._rows[0] < below
 
     def _exact_sql(self, where: str, limit: str) -> str:
