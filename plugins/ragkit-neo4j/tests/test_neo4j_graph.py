@@ -250,6 +250,44 @@ async def test_writes_and_batch_reads_send_one_unwind_per_batch(graphs, make_con
     assert await g.node_count() == 1
 
 
+async def test_point_reads_come_back_in_few_records_each_within_a_message(graph):
+    """On FalkorDB's listener the reads of a query's graph stage (nodes, edges,
+    neighbours, degrees) return their rows grouped: far fewer records than rows
+    (the driver's work per record was most of a read's time), yet no record
+    past half a message, whatever a hub's neighbour count or an id's length.
+
+    Troubleshoot: one record per row means ``_rows`` is not in the statement;
+    a hang or a dropped connection means a group outgrew a message: check the
+    budget in ``_rows`` (``limit // 8`` characters of JSON).
+    """
+    if graph.server.product != "falkordb-bolt" or not graph.server.inline_values:
+        pytest.skip("rows are grouped only on FalkorDB's listener")
+    others = [f"{i:04d}-" + "x" * 2_000 for i in range(120)]  # 240 KB of ids: many messages' worth
+    await graph.upsert_nodes({"hub": {"k": "v"}, **{o: {"i": i} for i, o in enumerate(others)}})
+    await graph.upsert_edges([("hub", o, {"w": i}) for i, o in enumerate(others)])
+    few = [f"{i}" for i in range(60)]
+    await graph.upsert_edges([("hub2", f, {}) for f in few])
+    records: list[list] = []
+    read = graph._read
+
+    async def spy(what, query, params):
+        got = await read(what, query, params)
+        records.extend(got)
+        return got
+
+    graph._read = spy
+    assert await graph.nodes_edges(["hub"]) == [sorted(edge_key("hub", o) for o in others)]
+    assert await graph.degrees(["hub", "hub2", *few[:3], "none"]) == [120, 60, 1, 1, 1, 0]
+    assert await graph.get_edges([("hub", o) for o in others[:50]]) == [{"w": i} for i in range(50)]
+    assert await graph.get_nodes(["hub", *others[:5]]) == [{"k": "v"}, *({"i": i} for i in range(5))]
+    longest = max(len(str(r).encode()) for r in records)
+    assert longest <= graph._limit // 2, longest
+    records.clear()
+    assert len((await graph.nodes_edges(["hub2"]))[0]) == 60
+    assert await graph.degrees(few) == [1] * 60
+    assert len(records) == 2, len(records)  # 60 neighbours, 60 degrees: one record each
+
+
 # -- isolation and schema ---------------------------------------------------------------------
 
 
