@@ -75,6 +75,20 @@ def _parser() -> argparse.ArgumentParser:
                    help="a group of --as-user (repeatable)")
     p.set_defaults(run="ragkit.cli.query_cmd")
 
+    p = sub.add_parser("eval", help="retrieval quality on your own questions: recall, recall@k, tokens, latency")
+    p.add_argument("questions", metavar="QUESTIONS.jsonl",
+                   help="one JSON object per line: question, and passages, documents or expected (lists of strings)")
+    p.add_argument("--mode", action="append", dest="modes", type=_mode, metavar="MODE",
+                   help="a mode to evaluate (repeatable; default: naive, local, global, hybrid, mix, ppr)")
+    p.add_argument("--budget", action="append", dest="budgets", type=int, metavar="TOKENS",
+                   help="a max_total_tokens to evaluate at (repeatable; default: the configured one)")
+    p.add_argument("--k", type=int, default=5, help="recall@k counts the first k chunks (default: %(default)s)")
+    p.add_argument("--compare", metavar="OTHER.toml", help="also run on this configuration, side by side")
+    p.add_argument("--as-user", metavar="NAME", help="ask as this user: from the documents it may read only")
+    p.add_argument("--as-group", action="append", dest="as_groups", metavar="NAME", help="a group of --as-user (repeatable)")
+    p.add_argument("--json", action="store_true", help="the reports as JSON")
+    p.set_defaults(run="ragkit.cli.eval_cmd")
+
     p = sub.add_parser("status", help="documents by status, graph size")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run="ragkit.cli.docs_cmd:run_status")

@@ -10,9 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import sys
-import time
 
+from ragkit.cli.progress import StatusLine
 from ragkit.cli.workspace import EMBEDDED_DOC_STATUS
 from ragkit.errors import ConfigError, WorkspaceNotFoundError
 from ragkit.pipeline.migrate import MigrateReport, summary
@@ -20,37 +19,17 @@ from ragkit.rag import RAG
 from ragkit.settings import Settings, check_workspace, load_settings
 
 
-class MigrateLine:
-    """The copy's progress on stderr, as ``ragkit index`` shows its own: one
-    self-overwriting line on a terminal, one line a second at most with
-    ``RAGKIT_PROGRESS=plain``, nothing otherwise."""
+class MigrateLine(StatusLine):
+    """The copy's progress: the part being copied and its records."""
 
     def __init__(self) -> None:
-        self.plain = os.environ.get("RAGKIT_PROGRESS", "").strip().lower() == "plain"
-        self.enabled = sys.stderr.isatty() or self.plain
-        self.started = self.last = time.perf_counter()
+        super().__init__()
         self.parts: list[str] = []
-        self.text = ""
 
     def __call__(self, part: str, done: int, total: int) -> None:
         if part not in self.parts:
             self.parts.append(part)
-        self.text = f"copying {part}: {done}/{max(done, total)} records  (part {len(self.parts)})"
-        now = time.perf_counter()
-        if self.enabled and not (self.plain and now - self.last < 1.0):
-            self.last = now
-            self._write()
-
-    def _write(self) -> None:
-        elapsed = time.perf_counter() - self.started
-        sys.stderr.write(("" if self.plain else "\r") + f"{self.text}  {elapsed:.0f}s elapsed   " + ("\n" if self.plain else ""))
-        sys.stderr.flush()
-
-    def finish(self) -> None:
-        if self.enabled and self.text:
-            self._write()
-            if not self.plain:
-                sys.stderr.write("\n")
+        self.show(f"copying {part}: {done}/{max(done, total)} records  (part {len(self.parts)})")
 
 
 def _in(settings: Settings, workspace: str) -> Settings:

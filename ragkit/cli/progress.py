@@ -174,3 +174,34 @@ class ProgressLine:
             f"{done}/{total} documents{unchanged}  {self.eta.extracted} chunks{large}  {calls} LLM calls  "
             f"{tokens} tokens  {elapsed:.0f}s elapsed  ETA {shown_eta(self.eta.seconds(), self.eta.lower_bound)}   "
         )
+
+
+class StatusLine:
+    """A command's progress on stderr, as ``ragkit index`` shows its own: one
+    self-overwriting line on a terminal, one line a second at most with
+    ``RAGKIT_PROGRESS=plain``, nothing otherwise. ``show`` the newest text;
+    ``finish`` writes the last one, whatever the throttle held back."""
+
+    def __init__(self) -> None:
+        self.plain = os.environ.get("RAGKIT_PROGRESS", "").strip().lower() == "plain"
+        self.enabled = sys.stderr.isatty() or self.plain
+        self.started = self.last = time.perf_counter()
+        self.text = ""
+
+    def show(self, text: str) -> None:
+        self.text = text
+        now = time.perf_counter()
+        if self.enabled and not (self.plain and now - self.last < 1.0):
+            self.last = now
+            self._write()
+
+    def _write(self) -> None:
+        elapsed = time.perf_counter() - self.started
+        sys.stderr.write(("" if self.plain else "\r") + f"{self.text}  {elapsed:.0f}s elapsed   " + ("\n" if self.plain else ""))
+        sys.stderr.flush()
+
+    def finish(self) -> None:
+        if self.enabled and self.text:
+            self._write()
+            if not self.plain:
+                sys.stderr.write("\n")

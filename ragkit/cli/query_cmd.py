@@ -28,7 +28,7 @@ def _param(args: argparse.Namespace) -> QueryParam:
     return QueryParam(**{k: v for k, v in values.items() if v is not None})
 
 
-def _principal(args: argparse.Namespace) -> Principal | None:
+def principal_from_args(args: argparse.Namespace) -> Principal | None:
     """``--as-user``/``--as-group``: the Python API's ``principal=`` (what a key
     of that user and groups would see over HTTP)."""
     user, groups = getattr(args, "as_user", None), getattr(args, "as_groups", None)  # callers building args by hand
@@ -43,7 +43,7 @@ def _principal(args: argparse.Namespace) -> Principal | None:
 
 
 async def _query(args: argparse.Namespace) -> QueryResult:
-    principal = _principal(args)
+    principal = principal_from_args(args)
     rag = RAG(load_settings(args.config).settings)
     async with rag:
         result = await rag.aquery(args.question, _param(args), principal=principal)

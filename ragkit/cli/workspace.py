@@ -14,15 +14,21 @@ what was never indexed, already answer for themselves.
 from __future__ import annotations
 
 from ragkit.errors import WorkspaceNotFoundError
-from ragkit.settings import Settings, load_settings
+from ragkit.settings import LoadedSettings, Settings, load_settings
 
 EMBEDDED_DOC_STATUS = "sqlite"
 
 
 def existing(config: str | None) -> Settings:
     """The settings, once their workspace is known to exist (see above)."""
-    settings = load_settings(config).settings
+    return existing_loaded(config).settings
+
+
+def existing_loaded(config: str | None) -> LoadedSettings:
+    """``existing``, with where the settings came from."""
+    loaded = load_settings(config)
+    settings = loaded.settings
     folder = settings.working_dir / settings.workspace
     if settings.doc_status.name == EMBEDDED_DOC_STATUS and not folder.is_dir():
         raise WorkspaceNotFoundError(settings.workspace, str(settings.working_dir.resolve()))
-    return settings
+    return loaded
