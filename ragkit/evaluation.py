@@ -107,7 +107,7 @@ def load_questions(path: Path | str) -> list[EvalQuestion]:
     """QUESTIONS.jsonl: one JSON object per line (blank lines skipped)."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a BOM (Windows editors) is not JSON
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidValueError(f"cannot read the questions file {path}: {exc}") from None
     out = []

@@ -196,9 +196,9 @@ def test_documents_are_found_by_id_path_or_path_tail_and_strings_without_case():
     assert score(q, [], 5) == (0.0, 0.0)
 
 
-def test_questions_load_one_object_per_line_and_accept_a_lone_string(tmp_path):
+def test_questions_load_one_object_per_line_and_accept_a_lone_string_and_a_bom(tmp_path):
     path = tmp_path / "q.jsonl"
-    path.write_text('{"question": "a?", "expected": "x"}\n\n{"question": "b?", "passages": ["p"], "id": "7"}\n')
+    path.write_text('\ufeff{"question": "a?", "expected": "x"}\n\n{"question": "b?", "passages": ["p"], "id": "7"}\n')
     loaded = load_questions(path)
     assert [(q.question, q.expected, q.passages, q.id) for q in loaded] == [("a?", ["x"], [], None), ("b?", [], ["p"], "7")]
     path.write_text('{"question": "a?", "documents": [3]}\n')
