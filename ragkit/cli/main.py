@@ -81,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", action="append", dest="modes", type=_mode, metavar="MODE",
                    help="a mode to evaluate (repeatable; default: naive, local, global, hybrid, mix, ppr)")
     p.add_argument("--budget", action="append", dest="budgets", type=int, metavar="TOKENS",
-                   help="a max_total_tokens to evaluate at (repeatable; default: the configured one)")
+                   help="a max_total_tokens to evaluate at (repeatable; default: the query default, 30000)")
     p.add_argument("--k", type=int, default=5, help="recall@k counts the first k chunks (default: %(default)s)")
     p.add_argument("--compare", metavar="OTHER.toml", help="also run on this configuration, side by side")
     p.add_argument("--as-user", metavar="NAME", help="ask as this user: from the documents it may read only")
