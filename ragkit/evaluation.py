@@ -50,7 +50,7 @@ class EvalQuestion(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(min_length=1)
+    question: str
     id: str | None = None
     passages: list[str] = Field(default_factory=list)
     documents: list[str] = Field(default_factory=list)
@@ -175,6 +175,11 @@ def score(question: EvalQuestion, chunks: Sequence[dict[str, Any]], k: int) -> t
             sum(r is not None and r < k for r in found) / len(found))
 
 
+def planned_queries(questions: int, modes: int, budgets: int, warm_up: bool = True) -> int:
+    """How many queries ``evaluate`` asks (for a progress bar's total)."""
+    return questions * modes * (budgets + int(warm_up))
+
+
 async def evaluate(
     rag: Any,
     questions: Sequence[EvalQuestion],
@@ -240,4 +245,7 @@ def _row(mode: str, budget: int, k: int, scores: list[tuple[float, float]], toke
     )
 
 
-__all__ = ["DEFAULT_MODES", "EvalQuestion", "EvalReport", "EvalRow", "evaluate", "load_questions", "ranks", "score"]
+__all__ = [
+    "DEFAULT_MODES", "EvalQuestion", "EvalReport", "EvalRow", "evaluate", "load_questions", "planned_queries", "ranks",
+    "score",
+]

@@ -17,7 +17,9 @@ from ragkit.cli.progress import StatusLine
 from ragkit.cli.query_cmd import principal_from_args
 from ragkit.cli.workspace import existing_loaded
 from ragkit.errors import ConfigError
-from ragkit.evaluation import DEFAULT_MODES, EvalQuestion, EvalReport, EvalRow, evaluate, load_questions
+from ragkit.evaluation import (
+    DEFAULT_MODES, EvalQuestion, EvalReport, EvalRow, evaluate, load_questions, planned_queries,
+)
 from ragkit.rag import RAG
 
 
@@ -60,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--compare {args.compare}: no such settings file; give the other configuration's ragkit.toml")
     questions = load_questions(args.questions)
     configs = 2 if args.compare else 1
-    modes = len(args.modes or DEFAULT_MODES)
-    line = EvalLine(len(questions) * modes * (len(args.budgets or [None]) + 1) * configs)  # + 1: the warm-up round
+    per_config = planned_queries(len(questions), len(args.modes or DEFAULT_MODES), len(args.budgets or [None]))
+    line = EvalLine(configs * per_config)
     try:
         reports = asyncio.run(_run(args, questions, line))
     finally:

@@ -113,11 +113,45 @@ def shown_eta(seconds: float | None, lower_bound: bool = False) -> str:
     return ("≥" if lower_bound and seconds else "") + f"{seconds:.0f}s"
 
 
-class ProgressLine:
-    """One self-overwriting status line on stderr when it is a terminal; with
-    ``RAGKIT_PROGRESS=plain``, one line at most every second (logs, pipes).
-    Documents already indexed (unchanged) count as done, so a run after an
-    interrupted one still ends at ``40/40 documents``."""
+class StatusLine:
+    """A command's progress on stderr: one self-overwriting line on a
+    terminal, one line a second at most with ``RAGKIT_PROGRESS=plain`` (logs,
+    pipes), nothing otherwise. ``show`` the newest text; ``finish`` writes the
+    last one, whatever the throttle held back, and ends the line."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self.plain = os.environ.get("RAGKIT_PROGRESS", "").strip().lower() == "plain"
+        self.enabled = sys.stderr.isatty() or self.plain
+        self.started = self.last = clock()
+        self.text = ""
+
+    def current(self) -> str:
+        """The line as written now."""
+        return f"{self.text}  {self.clock() - self.started:.0f}s elapsed   "
+
+    def show(self, text: str | None = None, *, always: bool = False) -> None:
+        """Write the line (``text`` replaces it), unless plain lines came less than a second ago."""
+        if text is not None:
+            self.text = text
+        now = self.clock()
+        if self.enabled and (always or not (self.plain and now - self.last < 1.0)):
+            self.last = now
+            self._write("\n" if self.plain else "")
+
+    def finish(self) -> None:
+        if self.enabled and self.text:
+            self._write("\n")
+
+    def _write(self, end: str) -> None:
+        sys.stderr.write(("" if self.plain else "\r") + self.current() + end)
+        sys.stderr.flush()
+
+
+class ProgressLine(StatusLine):
+    """``ragkit index``'s status line (``StatusLine``). Documents already
+    indexed (unchanged) count as done, so a run after an interrupted one still
+    ends at ``40/40 documents``."""
 
     def __init__(self, total: int, llm_stats, clock: Callable[[], float] = time.perf_counter) -> None:
         self.total = total
@@ -125,13 +159,10 @@ class ProgressLine:
         self.unchanged = 0  # ...and found already indexed
         self.planned = 0  # chunks of documents indexed window by window...
         self.committed = 0  # ...and how many of them are committed
+        super().__init__(clock)
         self.eta = Eta(clock)
-        self.clock = clock
-        self.started = clock()
         self.stats = llm_stats
-        self.plain = os.environ.get("RAGKIT_PROGRESS", "").strip().lower() == "plain"
-        self.enabled = sys.stderr.isatty() or self.plain
-        self.last = 0.0
+        self.last = 0.0  # the first event is shown at once
 
     def __call__(self, event: str, n: int) -> None:
         self.eta.hear(event, n)
@@ -143,22 +174,17 @@ class ProgressLine:
             self.planned += n
         elif event == "chunks_committed":
             self.committed += n
-        if not self.enabled or event in _QUIET or (event == "characters_planned" and not n):
+        if event in _QUIET or (event == "characters_planned" and not n):
             return
-        if self.plain and self.clock() - self.last < 1.0 and event not in _ALWAYS:
-            return
-        self.last = self.clock()
-        sys.stderr.write(("" if self.plain else "\r") + self.line() + ("\n" if self.plain else ""))
-        sys.stderr.flush()
+        self.show(always=event in _ALWAYS)
 
     def finish(self) -> None:
         """The last line, whatever the throttle held back (the unchanged
         documents are known only after recovery), and the end of the line."""
         if self.enabled:
-            sys.stderr.write(("" if self.plain else "\r") + self.line() + "\n")
-            sys.stderr.flush()
+            self._write("\n")
 
-    def line(self) -> str:
+    def current(self) -> str:
         done = self.done + self.unchanged
         total = max(self.total, done)  # recovery may finish documents of an earlier run's other inputs
         unchanged = f" ({self.unchanged} unchanged)" if self.unchanged else ""
@@ -175,33 +201,3 @@ class ProgressLine:
             f"{tokens} tokens  {elapsed:.0f}s elapsed  ETA {shown_eta(self.eta.seconds(), self.eta.lower_bound)}   "
         )
 
-
-class StatusLine:
-    """A command's progress on stderr, as ``ragkit index`` shows its own: one
-    self-overwriting line on a terminal, one line a second at most with
-    ``RAGKIT_PROGRESS=plain``, nothing otherwise. ``show`` the newest text;
-    ``finish`` writes the last one, whatever the throttle held back."""
-
-    def __init__(self) -> None:
-        self.plain = os.environ.get("RAGKIT_PROGRESS", "").strip().lower() == "plain"
-        self.enabled = sys.stderr.isatty() or self.plain
-        self.started = self.last = time.perf_counter()
-        self.text = ""
-
-    def show(self, text: str) -> None:
-        self.text = text
-        now = time.perf_counter()
-        if self.enabled and not (self.plain and now - self.last < 1.0):
-            self.last = now
-            self._write()
-
-    def _write(self) -> None:
-        elapsed = time.perf_counter() - self.started
-        sys.stderr.write(("" if self.plain else "\r") + f"{self.text}  {elapsed:.0f}s elapsed   " + ("\n" if self.plain else ""))
-        sys.stderr.flush()
-
-    def finish(self) -> None:
-        if self.enabled and self.text:
-            self._write()
-            if not self.plain:
-                sys.stderr.write("\n")

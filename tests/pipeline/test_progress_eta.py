@@ -53,12 +53,12 @@ def test_a_resumed_large_file_is_estimating_then_counts_its_resumed_chunks_as_do
                      ("characters_chunked", 20_000_000), ("chunks_planned", 4921),
                      ("chunks_resumed", 1536), ("chunks_committed", 1536)]:
         line(event, n)
-    assert "1536/4921 chunks committed" in line.line() and line.line().rstrip().endswith(f"ETA {ESTIMATING}")
+    assert "1536/4921 chunks committed" in line.current() and line.current().rstrip().endswith(f"ETA {ESTIMATING}")
     clock.now = 20.0
     line("chunks_extracted", 10)  # 10 chunks in 20 s; the resumed ones were not extracted in this run
     assert line.eta.seconds() == pytest.approx((4921 - 1536 - 10) * 2)
     assert line.eta.lower_bound  # the resumed chunks' commit measured no merge
-    assert line.line().rstrip().endswith(f"ETA ≥{(4921 - 1536 - 10) * 2}s")
+    assert line.current().rstrip().endswith(f"ETA ≥{(4921 - 1536 - 10) * 2}s")
 
 
 def test_the_summary_pass_is_estimating_until_its_first_slice():
@@ -80,7 +80,7 @@ def test_unchanged_documents_count_as_done():
     line = ProgressLine(40, lambda: None, clock=Clock())
     line("documents_unchanged", 16)
     line("documents_committed", 24)
-    assert line.line().startswith("40/40 documents (16 unchanged)")
+    assert line.current().startswith("40/40 documents (16 unchanged)")
     everything_indexed = ProgressLine(40, lambda: None, clock=Clock())
     everything_indexed("documents_unchanged", 40)
     assert everything_indexed.eta.seconds() is None  # not known until the run says it has nothing to do
