@@ -232,7 +232,8 @@ def query_param(mode: str, q: dict, args: argparse.Namespace, **override: Any):
     return QueryParam(
         mode=mode, only_need_context=True, enable_rerank=False,
         high_level_keywords=q["high"], low_level_keywords=q["low"],
-        chunk_ranking=getattr(args, "chunk_ranking", "support"), **{**budgets, **override},
+        chunk_ranking=getattr(args, "chunk_ranking", "support"), lexical={"on": True, "off": False}.get(getattr(args, "lexical", "auto")),
+        **{**budgets, **override},
     )
 
 
@@ -527,6 +528,8 @@ def main() -> int:
     p.add_argument("--variants", action="store_true",
                    help="quality: also every graph mode with chunk_ranking=similarity (as MODE/similarity), "
                         "and every mode with MiniLM on torch (as MODE/torch)")
+    p.add_argument("--lexical", choices=["auto", "on", "off"], default="auto",
+                   help="quality: the lexical channel (BM25 over chunks) where the mode uses it, everywhere, nowhere")
     p.add_argument("--chunk-ranking", choices=["support", "similarity"], default="support",
                    help="QueryParam.chunk_ranking of the quality run (ragkit's default: support)")
     p.add_argument("--sweep", default="",

@@ -15,7 +15,8 @@ from ragkit.settings import SECTIONS, Settings
 
 
 def store_config(
-    settings: Settings, kind: str, namespace: str, dimension: int | None = None, embedder: str | None = None
+    settings: Settings, kind: str, namespace: str, dimension: int | None = None, embedder: str | None = None,
+    text_field: str | None = None,
 ) -> StoreConfig:
     backend = getattr(settings, kind)
     return StoreConfig(
@@ -25,6 +26,7 @@ def store_config(
         options=backend.adapter_options(),
         dimension=dimension,
         embedder=embedder,
+        text_field=text_field,
     )
 
 
@@ -35,10 +37,16 @@ def build_store(
     dimension: int | None = None,
     registry: Registry | None = None,
     embedder: str | None = None,
+    text_field: str | None = None,
 ) -> Any:
     backend = getattr(settings, kind)
-    config = store_config(settings, kind, namespace, dimension, embedder)
+    config = store_config(settings, kind, namespace, dimension, embedder, text_field)
     return create_store(kind, backend.name, config, registry or get_registry())
+
+
+CHUNK_TEXT_FIELD = "content"
+"""What the lexical channel searches: a chunk's text (a KV store with
+``Capability.TEXT_SEARCH`` indexes its words; the others ignore it)."""
 
 
 def build_stores(
@@ -49,15 +57,15 @@ def build_stores(
     ``vector.embedder_label``, which the vector stores record and name when
     another's vectors meet them."""
 
-    def kv(ns: str) -> KVStore:
-        return build_store(settings, "kv", ns, registry=registry)
+    def kv(ns: str, text_field: str | None = None) -> KVStore:
+        return build_store(settings, "kv", ns, registry=registry, text_field=text_field)
 
     def vec(ns: str) -> VectorStore:
         return build_store(settings, "vector", ns, dimension, registry=registry, embedder=embedder)
 
     stores = Stores(
         full_docs=kv("full_docs"),
-        chunks=kv("chunks"),
+        chunks=kv("chunks", CHUNK_TEXT_FIELD),
         extractions=kv("extractions"),
         llm_cache=kv("llm_cache"),
         doc_paths=kv("doc_paths"),

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -191,13 +191,15 @@ async def evaluate(
     config: str = "default",
     warm_up: bool = True,
     on_query: Callable[[str], None] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> EvalReport:
     """Every question in every mode at every budget (``None``: the default
     ``max_total_tokens``) on an opened ``RAG``; ``on_query(what)`` after each
-    query (``"local, budget 4000"``, ``"local, warm-up"``)."""
+    query (``"local, budget 4000"``, ``"local, warm-up"``). ``options``: more
+    ``QueryParam`` fields for every query (``{"lexical": False}``)."""
     if k < 1:
         raise InvalidValueError(f"k must be at least 1, got {k}")
-    params = [[_param(mode, budget) for mode in modes] for budget in budgets]
+    params = [[_param(mode, budget, options or {}) for mode in modes] for budget in budgets]
     if warm_up:
         for param in params[0]:
             for q in questions:
@@ -220,10 +222,10 @@ async def evaluate(
     return EvalReport(config=config, workspace=rag.settings.workspace, questions=len(questions), rows=rows)
 
 
-def _param(mode: str, budget: int | None) -> Any:
+def _param(mode: str, budget: int | None, extra: Mapping[str, Any]) -> Any:
     from ragkit.schema import QueryParam
 
-    options: dict[str, Any] = {"mode": mode, "only_need_context": True}
+    options: dict[str, Any] = {**extra, "mode": mode, "only_need_context": True}
     if budget is not None:
         options["max_total_tokens"] = budget
     try:

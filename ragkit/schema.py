@@ -277,6 +277,12 @@ class QueryParam(BaseModel):
     """Rerank chunks when a reranker is configured."""
     chunk_ranking: Literal["support", "similarity"] = "support"
     """Graph-found chunks ranked by how many found items cite them, or by similarity to the question."""
+    lexical: bool | None = None
+    """The lexical channel: chunks ranked by the question's words (BM25 over
+    the chunk store's text index, when it keeps one: ``Capability.TEXT_SEARCH``),
+    fused by rank with the mode's own chunks. ``None``: where the mode uses it
+    (``QueryMode.uses_lexical``: local and global, chosen on half A of the dev
+    questions); ``True``: in every retrieving mode; ``False``: nowhere."""
 
     @field_validator("mode")
     @classmethod

@@ -14,7 +14,7 @@ import os
 
 from ragkit.cli.output import print_json, table
 from ragkit.cli.progress import StatusLine
-from ragkit.cli.query_cmd import principal_from_args
+from ragkit.cli.query_cmd import lexical_option, principal_from_args
 from ragkit.cli.workspace import existing_loaded
 from ragkit.errors import ConfigError
 from ragkit.evaluation import (
@@ -53,6 +53,7 @@ async def _run(args: argparse.Namespace, questions: list[EvalQuestion], line: Ev
             reports.append(await evaluate(
                 rag, questions, modes=args.modes or DEFAULT_MODES, budgets=args.budgets or [None], k=args.k,
                 principal=principal, config=str(loaded.file) if loaded.file else "no settings file", on_query=line,
+                options=lexical_option(args),
             ))
     return reports
 

@@ -69,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--doc", action="append", dest="doc_ids", metavar="ID", help="only these documents (repeatable)")
     p.add_argument("--top-k", type=int, help="entities and relations per search")
     p.add_argument("--max-total-tokens", type=int, help="budget of the whole answer prompt")
+    p.add_argument("--lexical", choices=["on", "off"],
+                   help="the lexical channel (chunks ranked by the question's words, BM25) in this query, "
+                        "or not (default: where the mode uses it: local, global)")
     p.add_argument("--json", action="store_true", help="the whole result as JSON")
     p.add_argument("--as-user", metavar="NAME", help="answer as this user reads: from the documents it may read only")
     p.add_argument("--as-group", action="append", dest="as_groups", metavar="NAME",
@@ -84,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="a max_total_tokens to evaluate at (repeatable; default: the query default, 30000)")
     p.add_argument("--k", type=int, default=5, help="recall@k counts the first k chunks (default: %(default)s)")
     p.add_argument("--compare", metavar="OTHER.toml", help="also run on this configuration, side by side")
+    p.add_argument("--lexical", choices=["on", "off"],
+                   help="the lexical channel (BM25 over chunks) in every mode, or in none: what it adds "
+                        "on your documents (default: where the mode uses it: local, global)")
     p.add_argument("--as-user", metavar="NAME", help="ask as this user: from the documents it may read only")
     p.add_argument("--as-group", action="append", dest="as_groups", metavar="NAME", help="a group of --as-user (repeatable)")
     p.add_argument("--json", action="store_true", help="the reports as JSON")

@@ -1,4 +1,5 @@
-"""``ragkit query "..." --mode mix [--stream] [--context-only] [--json] [--doc ID]... [--as-user U [--as-group G]...]``"""
+"""``ragkit query "..." --mode mix [--stream] [--context-only] [--json] [--doc ID]... [--lexical on|off]
+[--as-user U [--as-group G]...]``"""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ragkit.settings import load_settings
 
 
 def _param(args: argparse.Namespace) -> QueryParam:
-    values = {
+    values: dict = {
         "mode": args.mode,
         "stream": args.stream and not args.json,
         "only_need_context": args.context_only,
@@ -24,8 +25,16 @@ def _param(args: argparse.Namespace) -> QueryParam:
         "doc_ids": args.doc_ids,
         "top_k": args.top_k,
         "max_total_tokens": args.max_total_tokens,
+        **lexical_option(args),
     }
     return QueryParam(**{k: v for k, v in values.items() if v is not None})
+
+
+def lexical_option(args: argparse.Namespace) -> dict[str, bool]:
+    """``--lexical on|off`` as ``QueryParam`` fields; nothing when not given
+    (the mode's own choice)."""
+    choice = getattr(args, "lexical", None)  # callers building args by hand
+    return {} if choice is None else {"lexical": choice == "on"}
 
 
 def principal_from_args(args: argparse.Namespace) -> Principal | None:

@@ -120,6 +120,10 @@ class Capability(str, Enum):
     """A doc-status store with a generation also names the records each write
     changed (``DocStatusStore.changes_since``): readers update what they kept
     with those alone instead of reading every record again."""
+    TEXT_SEARCH = "text_search"
+    """A KV store ranks its records by the words of one field
+    (``StoreConfig.text_field``) for a question's words, by BM25
+    (``KVStore.search_text``): the lexical channel of retrieval."""
 
 
 class NoOptions(BaseModel):
@@ -147,6 +151,10 @@ class StoreConfig(BaseModel):
     """Vector stores: the configured embedder (``name (model_id)``, see
     ``vector.embedder_label``), recorded in the store's metadata when it first
     takes vectors and named when another embedder's vectors meet them."""
+    text_field: str | None = None
+    """KV stores with ``Capability.TEXT_SEARCH``: the record field whose words
+    ``search_text`` ranks by (the chunks' ``content``); ``None``: no text index.
+    Ignored by the other stores."""
 
     @field_validator("namespace", "workspace")
     @classmethod

@@ -6,11 +6,20 @@ import asyncio
 import copy
 import json
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ragkit.errors import InvalidValueError
-from ragkit.protocols.base import KeyedStore, distinct, in_order, storable_key, template, unique_keys
+from ragkit import lexical
+from ragkit.errors import ConfigError, InvalidValueError
+from ragkit.protocols.base import (
+    Capability,
+    KeyedStore,
+    distinct,
+    in_order,
+    storable_key,
+    template,
+    unique_keys,
+)
 
 
 class KVStore(KeyedStore):
@@ -38,10 +47,45 @@ class KVStore(KeyedStore):
       of several MB round-trip unchanged.
     - [store.keys.exact] and [store.batch.large] hold for every method taking keys.
 
+    With ``Capability.TEXT_SEARCH`` and a ``text_field`` in its config, a store
+    also ranks its records by the words of that field (``search_text``). The
+    words are the base class's (``ragkit.lexical``), so every backend
+    indexes the same terms; the adapter keeps them with the record and ranks:
+
+    - [kv.text.finds] ``search_text(question, top_k)`` returns ``(key, score)``
+      of the records sharing a term with the question, at most ``top_k``,
+      best first (a higher score is better; equal scores in key order); a
+      record sharing none is not returned, nor is a record whose field is
+      missing or not a string (it is stored all the same).
+    - [kv.text.bm25] The base class scores by BM25 from the adapter's
+      postings (``_text_postings``), so they must be exact: every record
+      holding a word, each once, with how often it holds each word and its
+      number of terms. A record holding more of the question's terms, or
+      rarer ones, then ranks higher, identically on every backend.
+    - [kv.text.follows-writes] A record's terms are written in the same
+      transaction as the record: an upsert replaces them (its old words no
+      longer find it), ``delete`` and ``drop`` remove them, and what is found
+      is always a stored record of this workspace and namespace.
+    - [kv.text.cjk] Chinese text is searchable by the words of a question
+      written without spaces.
+
     Adapters implement the hooks ``_get_many``, ``_upsert``, ``_delete``,
     ``_count``, ``_keys`` and ``_drop`` (and the lifecycle hooks they need); the
     public methods check the store is open and validate before calling them.
+    With ``TEXT_SEARCH`` also ``_upsert_indexed`` and ``_text_postings``.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if Capability.TEXT_SEARCH in cls.capabilities and not getattr(cls, "__abstractmethods__", None):
+            for hook in ("_upsert_indexed", "_text_postings"):
+                if getattr(cls, hook) is getattr(KVStore, hook):
+                    raise TypeError(f"{cls.__qualname__} declares Capability.TEXT_SEARCH: implement {hook}")
+
+    @property
+    def indexes_text(self) -> bool:
+        """Whether this store keeps its records' terms: it can, and was given a field."""
+        return Capability.TEXT_SEARCH in self.capabilities and self.config.text_field is not None
 
     @template("_get_many")
     async def get_many(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
@@ -68,9 +112,50 @@ class KVStore(KeyedStore):
             )
         # The whole batch is validated and serialised before anything is written.
         encoded = {key: encode_record(key, value) for key, value in records.items()}
-        if encoded:
-            await self._fenced()
+        if not encoded:
+            return
+        await self._fenced()
+        if self.indexes_text:
+            field = self.config.text_field
+            await self._upsert_indexed(encoded, {k: lexical.terms(v.get(field)) for k, v in records.items()})
+        else:
             await self._upsert(encoded)
+
+    @template("_text_postings")
+    async def search_text(
+        self, question: str, top_k: int, *, within: Callable[[str], bool] | None = None,
+        population: int | None = None,
+    ) -> list[tuple[str, float]]:
+        """``(key, score)`` of the records whose text field best matches
+        ``question``'s words, best first, at most ``top_k`` (BM25, ``lexical.bm25``).
+
+        ``within``: only the records it keeps count, and they are scored as an
+        index of those records alone would score them (term rarity among
+        them, ``population`` of them): a scoped query's order tells nothing
+        of the records it may not read. ``population``: how many records
+        ``within`` keeps (by default, how many of them match)."""
+        self._check_open()
+        if not self.indexes_text:
+            raise ConfigError(
+                f"{type(self).__name__} (namespace {self.namespace!r}) has no text index: "
+                + ("it was given no text_field" if Capability.TEXT_SEARCH in self.capabilities
+                   else "the adapter does not declare Capability.TEXT_SEARCH; use one that does (sqlite)")
+            )
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 0:
+            raise InvalidValueError(f"top_k must be a whole number >= 0, got {top_k!r}")
+        words = lexical.query_terms(question)[: lexical.MAX_QUERY_TERMS]
+        if not words or top_k == 0:
+            return []
+        postings = await self._text_postings(words)
+        if within is not None:
+            postings = [p for p in postings if within(p[0])]
+        if population is None:
+            population = await self.count() if within is None else len(postings)
+        if len(postings) >= BM25_IN_THREAD:
+            # Thousands of postings (a common word at 100k records) are tens of
+            # milliseconds of pure work: in a worker thread, the loop serves meanwhile.
+            return await asyncio.to_thread(lexical.bm25, postings, population, top_k)
+        return lexical.bm25(postings, population, top_k)
 
     @template("_keys")
     def keys(self) -> AsyncIterator[str]:
@@ -103,6 +188,22 @@ class KVStore(KeyedStore):
     def _keys(self) -> AsyncIterator[str]:
         """Every key once, any order (an async generator)."""
 
+    async def _upsert_indexed(self, records: dict[str, str], terms: dict[str, list[str]]) -> None:
+        """``TEXT_SEARCH`` stores given a ``text_field``: as ``_upsert``, and in
+        the same transaction replace each record's terms with ``terms[key]``
+        (``[]``: nothing to find it by). Terms are runs of letters and digits
+        (``lexical.TERM``), repeated as often as the text has them."""
+        raise NotImplementedError
+
+    async def _text_postings(self, words: list[str]) -> list[tuple[str, int, dict[str, int]]]:
+        """``TEXT_SEARCH`` stores: ``(key, its number of terms, {word: times
+        it holds it})`` of every record holding any of ``words`` (distinct
+        terms), each record once, counting only the words it holds."""
+        raise NotImplementedError
+
+
+BM25_IN_THREAD = 2000
+"""Postings from which ``search_text`` scores in a worker thread."""
 
 DECODE_IN_THREAD = 1 << 16
 """Characters of JSON text from which ``get_many`` decodes in a worker thread."""

@@ -124,20 +124,32 @@ class Querier:
         if mode.cites_sources and param.chunk_ranking == "similarity":
             texts.append(question)  # to rank the cited chunks by
         await searcher.embed_all(texts)
-        return await mode.search(question, keywords, param, searcher)
+        if not self._lexical_on(mode, param):
+            return await mode.search(question, keywords, param, searcher)
+        found, lexical = await asyncio.gather(
+            mode.search(question, keywords, param, searcher),
+            searcher.lexical_chunks(question, param.chunk_top_k),
+        )
+        found.lexical = lexical
+        return found
+
+    def _lexical_on(self, mode: QueryMode, param: QueryParam) -> bool:
+        wanted = mode.uses_lexical if param.lexical is None else param.lexical
+        return wanted and self.stores.chunks.indexes_text
 
     async def _candidates(
         self, mode: QueryMode, question: str, param: QueryParam, found: Found, searcher: Searcher
     ) -> list[ChunkItem]:
-        """The chunks the found items come from (when the mode cites them) and
-        the ones the mode found itself, fused by rank (``items.fuse``),
+        """The chunks the found items come from (when the mode cites them), the
+        ones the mode found itself and the lexical channel's, fused by rank (``items.fuse``),
         reranked if asked, cut to ``chunk_top_k``: one chunk bound shared by
         every source, as LightRAG's ``chunk_top_k``."""
         ranked = rank_graph_chunks(found.entities, found.relations) if mode.cites_sources else []
         graph_chunks = await chunk_items(self.stores, ranked, "graph_sources", "support")
         if param.chunk_ranking == "similarity" and graph_chunks:
             await self._by_similarity(await searcher.embed(question), graph_chunks)
-        merged = fuse(graph_chunks, found.chunks) if graph_chunks else found.chunks
+        lists = [x for x in (graph_chunks, found.chunks, found.lexical) if x]
+        merged = fuse(*lists) if len(lists) > 1 else (lists[0] if lists else [])
         if searcher.scope is not None:  # whatever a mode found: in-scope chunks, cited as in-scope documents
             merged = searcher.scope.own(merged)
         if self.reranker is not None and param.enable_rerank and merged:

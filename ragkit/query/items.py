@@ -45,7 +45,8 @@ class ChunkItem:
     doc_id: str
     file_path: str | None
     stage: str
-    """``chunk_vectors`` (naive, mix) or ``graph_sources`` (cited by found items)."""
+    """``chunk_vectors`` (the dense floor), ``chunk_text`` (the lexical channel), ``graph_sources``
+    (cited by found items) or ``ppr`` (reached by the walk)."""
     score: float | None = None
     support: int = 0
     """How many kept entities and relations cite this chunk."""

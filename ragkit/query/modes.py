@@ -53,6 +53,9 @@ class Found:
     chunks: list[ChunkItem] = field(default_factory=list)
     """Chunks the mode found itself; fused by rank with the chunks the found
     entities and relations come from when the mode ``cites_sources``."""
+    lexical: list[ChunkItem] = field(default_factory=list)
+    """Chunks the question's words found (``Querier`` fills it when the
+    lexical channel is on: ``QueryParam.lexical``), fused by rank with the others."""
 
 
 class QueryMode:
@@ -81,6 +84,12 @@ class QueryMode:
     """The chunks the found entities and relations come from join the context,
     ranked by how many found items cite them (or by similarity to the
     question); ``False`` when the search ranked its chunks itself."""
+    uses_lexical: ClassVar[bool] = False
+    """By default (``QueryParam.lexical=None``), the chunks that best share the
+    question's words (BM25 over the chunk store's text index) join the chunk
+    ranking, fused by rank. On in local and global only: chosen on half A of
+    the dev questions, where it lowered recall@5 in naive, hybrid and ppr
+    (``benchmarks/findings.md``, "the lexical channel")."""
 
     def texts(self, question: str, keywords: Keywords, param: QueryParam) -> list[str]:
         """Every text ``search`` will embed: they are embedded in one call
@@ -107,6 +116,7 @@ class Naive(QueryMode):
 class Local(QueryMode):
     name = "local"
     description = "entities near the low-level keywords, with their relations"
+    uses_lexical = True
 
     def texts(self, question: str, keywords: Keywords, param: QueryParam) -> list[str]:
         return [*_joined(keywords.low_level), question]
@@ -120,6 +130,7 @@ class Local(QueryMode):
 class Global(QueryMode):
     name = "global"
     description = "relations near the high-level keywords, with their endpoints"
+    uses_lexical = True
 
     def texts(self, question: str, keywords: Keywords, param: QueryParam) -> list[str]:
         return [*_joined(keywords.high_level), question]

@@ -141,6 +141,20 @@ class Searcher:
             if rec is not None
         ]
 
+    async def lexical_chunks(self, question: str, top_k: int) -> list[ChunkItem]:
+        """The chunks whose words best match the question's, with their BM25
+        score. Scoped, only in-scope chunks count, and they are weighed among
+        themselves (``KVStore.search_text(within=...)``): the order is the one
+        an index of the readable documents alone would give."""
+        if self.scope is None:
+            hits = await self.stores.chunks.search_text(question, top_k)
+        else:
+            hits = await self.stores.chunks.search_text(
+                question, top_k, within=self.scope.holds, population=len(self.scope.chunk_ids))
+        records = await self.stores.chunks.get_many([cid for cid, _ in hits])
+        return [ChunkItem.from_record(cid, rec, "chunk_text", score=score)
+                for (cid, score), rec in zip(hits, records) if rec is not None]
+
     async def ppr(self, low: list[str], high: list[str], top_k: int, question: str = ""
                   ) -> tuple[list[EntityItem], list[RelationItem], list[tuple[str, float]]]:
         """Entities and relations by PageRank score (top_k each) and every chunk

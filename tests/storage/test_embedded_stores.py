@@ -92,7 +92,7 @@ def test_names_and_capabilities():
     assert SQLiteKVStore.name == "sqlite" and SQLiteDocStatusStore.name == "sqlite"
     assert NumpyVectorStore.name == "numpy" and NetworkXGraphStore.name == "networkx"
     sql = {Capability.PERSISTENT, Capability.TRANSACTIONAL, Capability.CONCURRENT_WRITES}
-    assert SQLiteKVStore.capabilities == sql
+    assert SQLiteKVStore.capabilities == sql | {Capability.TEXT_SEARCH}
     assert SQLiteDocStatusStore.capabilities == sql | {Capability.GENERATION, Capability.CHANGES}
     assert NumpyVectorStore.capabilities == {
         Capability.PERSISTENT,

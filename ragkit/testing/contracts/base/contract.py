@@ -299,11 +299,12 @@ def unique_name(base: str, tag: str) -> str:
 
 @contextlib.asynccontextmanager
 async def sibling(
-    store: BaseStore, *, workspace: bool = False, namespace: bool = False
+    store: BaseStore, *, workspace: bool = False, namespace: bool = False, **config: Any
 ) -> AsyncIterator[Any]:
     """Another opened instance of the store's class: same config but a fresh
-    unique workspace and/or namespace. Dropped and closed on exit."""
-    update: dict[str, str] = {}
+    unique workspace and/or namespace, and ``config``'s fields (``text_field``).
+    Dropped and closed on exit."""
+    update: dict[str, Any] = dict(config)
     if workspace:
         update["workspace"] = unique_name(store.config.workspace, "ws")
     if namespace:

@@ -139,10 +139,46 @@ class UnfencedKVStore(SQLiteKVStore):
             await self._upsert(encoded)
 
 
+class AppendingTermsKVStore(SQLiteKVStore):
+    """An upsert adds the record's new words to its old ones (an index
+    written with ``INSERT`` where it needed a replace)."""
+
+    violates: ClassVar[str] = "kv.text.follows-writes"
+    defect: ClassVar[str] = "a replaced record is still found by its old words"
+
+    async def _upsert_indexed(self, records: dict[str, str], terms: dict[str, list[str]]) -> None:
+        old = await self.select("terms", list(records))
+        await super()._upsert_indexed(records, {k: [*(old.get(k) or "").split(), *t] for k, t in terms.items()})
+
+
+class UnrankedTextKVStore(SQLiteKVStore):
+    """Postings count each word once per record, whatever its frequency, and
+    every record as one term long (an index that keeps which records hold a
+    word, not how often: FTS5's ``detail=none``)."""
+
+    violates: ClassVar[str] = "kv.text.bm25"
+    defect: ClassVar[str] = "postings without term frequencies or lengths"
+
+    async def _text_postings(self, words: list[str]) -> list[tuple[str, int, dict[str, int]]]:
+        return [(key, 1, dict.fromkeys(counts, 1)) for key, _, counts in await super()._text_postings(words)]
+
+
+class LatinOnlyTextKVStore(SQLiteKVStore):
+    """Indexes words of alphabetic scripts only: Chinese text is never found
+    (an engine whose tokenizer drops what it cannot split)."""
+
+    violates: ClassVar[str] = "kv.text.cjk"
+    defect: ClassVar[str] = "Chinese words are not indexed"
+
+    async def _upsert_indexed(self, records: dict[str, str], terms: dict[str, list[str]]) -> None:
+        await super()._upsert_indexed(records, {k: [w for w in t if w.isascii()] for k, t in terms.items()})
+
+
 DEFECTS: tuple[type, ...] = (ReversedBatchKVStore, MergingUpsertKVStore, StrictDeleteKVStore)
 
 RULE_BREAKERS: dict[str, tuple[type, ...]] = {
-    "KVStoreContract": (CaseFoldingKVStore, ParameterLimitKVStore, OffsetScanKVStore, UnfencedKVStore),
+    "KVStoreContract": (CaseFoldingKVStore, ParameterLimitKVStore, OffsetScanKVStore, UnfencedKVStore,
+                        AppendingTermsKVStore, UnrankedTextKVStore, LatinOnlyTextKVStore),
 }
 
 REFERENCES: dict[str, type] = {"KVStoreContract": SQLiteKVStore}

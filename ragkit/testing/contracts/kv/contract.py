@@ -26,6 +26,7 @@ from ragkit.testing.contracts.base.fencing import FencingTests
 from ragkit.testing.contracts.base.lifecycle import ClosedStoreTests
 from ragkit.testing.contracts.kv.edge_cases import KVEdgeCaseTests
 from ragkit.testing.contracts.kv.machine import KVStateMachineTests
+from ragkit.testing.contracts.kv.text import KVTextSearchTests
 
 UNICODE_KEYS = ["中文键", "日本語のキー", "🔑🙂", "ключ", "مفتاح", "e\u0301", "q'\"`{}[]\\/ sp"]
 
@@ -453,6 +454,7 @@ class KVStoreContract(
     # pytest collects base classes bottom-up: these run from KVGetManyTests up to
     # the state machine, between the canaries test_aaa_* (first) and test_zzz_* (last).
     KVStateMachineTests,
+    KVTextSearchTests,
     KVEdgeCaseTests,
     FencingTests,
     ClosedStoreTests,
