@@ -68,6 +68,9 @@ class KVStore(KeyedStore):
       is always a stored record of this workspace and namespace.
     - [kv.text.cjk] Chinese text is searchable by the words of a question
       written without spaces.
+    - [kv.text.fills] Records stored before the namespace had a text index
+      (by an older version, or an instance given no ``text_field``) get their
+      terms when an instance given one first opens over them.
 
     Adapters implement the hooks ``_get_many``, ``_upsert``, ``_delete``,
     ``_count``, ``_keys`` and ``_drop`` (and the lifecycle hooks they need); the

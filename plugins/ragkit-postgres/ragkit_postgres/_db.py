@@ -48,8 +48,9 @@ from ragkit.errors import StoreError
 from ragkit.protocols.base import BaseStore
 from ragkit_postgres._stats import Statistics
 
-SCHEMA_VERSION = 1
-"""The schema this code writes; a database recording a larger one is refused."""
+SCHEMA_VERSION = 2
+"""The schema this code writes; a database recording a larger one is refused.
+2: the KV table's search terms (``terms``, ``term_count``) and their index."""
 COMPONENT = "ragkit-postgres"
 _PREFIX = re.compile(r"^[a-z][a-z0-9_]{0,29}$")
 HALFVEC_ABOVE = 2000
@@ -352,6 +353,13 @@ def _schema(p: str) -> list[str]:
         "CREATE EXTENSION IF NOT EXISTS vector",
         f"CREATE TABLE IF NOT EXISTS {p}_kv ({scope}, key {ident}, value text NOT NULL, "
         "PRIMARY KEY (workspace, namespace, key))",
+        # Version 2: a record's search terms, {term: count}, and how many it holds
+        # (KV stores given a text_field; NULL in the others).
+        f"ALTER TABLE {p}_kv ADD COLUMN IF NOT EXISTS terms jsonb",
+        f"ALTER TABLE {p}_kv ADD COLUMN IF NOT EXISTS term_count integer",
+        f"CREATE INDEX IF NOT EXISTS {p}_kv_terms ON {p}_kv USING gin (terms) WHERE terms IS NOT NULL",
+        f"CREATE TABLE IF NOT EXISTS {p}_kv_text_filled ({scope}, field text NOT NULL, "
+        "PRIMARY KEY (workspace, namespace))",
         f"CREATE TABLE IF NOT EXISTS {p}_doc_status ({scope}, id {ident}, status text NOT NULL, "
         "data text NOT NULL, generation bigint NOT NULL, PRIMARY KEY (workspace, namespace, id))",
         f"CREATE INDEX IF NOT EXISTS {p}_doc_status_by_status ON {p}_doc_status (workspace, namespace, status, id)",

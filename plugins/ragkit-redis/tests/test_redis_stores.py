@@ -70,7 +70,10 @@ async def _keys(store) -> list[str]:
 
 async def test_kv_hot_paths_send_batched_commands_and_never_keys(stores, make_config, redis_url):
     """Each KV operation sends a fixed number of commands whatever the batch
-    size (one MULTI/EXEC per write), and none scans the keyspace.
+    size (one MULTI/EXEC per write, with the EVAL that replaces the records'
+    search terms: it ends at once where nothing is indexed), and none scans
+    the keyspace. A text search is one HGETALL per word and an HMGET of the
+    lengths per page of found records, then ZCARD (how many records BM25 weighs among).
 
     Troubleshoot: a per-record loop shows up as N commands; a KEYS/SCAN means
     count() or keys() stopped using the sorted-set index.
@@ -78,16 +81,26 @@ async def test_kv_hot_paths_send_batched_commands_and_never_keys(stores, make_co
     kv = await stores(RedisKVStore, make_config("hot", max_connections=1, batch_size=100))
     records = {f"k{i:04d}": {"i": i, "text": "x" * 50} for i in range(300)}
     async with monitored(kv, redis_url) as commands:
-        assert await commands(lambda: kv.upsert(records)) == ["MULTI", "MSET", "ZADD", "EXEC"]
+        assert await commands(lambda: kv.upsert(records)) == ["MULTI", "MSET", "ZADD", "EVAL", "EXEC"]
         assert await commands(lambda: kv.get_many(list(records)[:100])) == ["MGET"]
         assert await commands(lambda: kv.get_many(list(records))) == ["MGET"] * 3
         assert await commands(kv.count) == ["ZCARD"]
         assert await commands(lambda: _keys(kv)) == ["ZRANGEBYLEX"] * 4  # 3 full pages + the empty tail
         assert await commands(lambda: kv.missing(["k0001", "nope"])) == ["MGET"]
-        assert await commands(lambda: kv.delete(list(records)[:150])) == ["MULTI", "UNLINK", "ZREM", "EXEC"]
+        assert await commands(lambda: kv.delete(list(records)[:150])) == ["MULTI", "UNLINK", "ZREM", "EVAL", "EXEC"]
         everything = await commands(kv.drop)
     assert not HOT_PATH_FORBIDDEN & set(everything), everything
     assert await kv.count() == 0
+    config = make_config("hot-text", max_connections=1, batch_size=100).model_copy(update={"text_field": "text"})
+    text = await stores(RedisKVStore, config)
+    written = {f"k{i:04d}": {"text": f"record {i} about rivers and {'bridges' if i % 2 else 'towns'}"}
+               for i in range(300)}
+    async with monitored(text, redis_url) as commands:
+        assert await commands(lambda: text.upsert(written)) == ["MULTI", "MSET", "ZADD", "EVAL", "EXEC"]
+        assert await commands(lambda: text.search_text("bridges over rivers", 5)) == ["HGETALL"] * 2 + ["HMGET"] * 3 + ["ZCARD"]
+        everything = await commands(text.drop)
+    assert not HOT_PATH_FORBIDDEN & set(everything), everything
+    assert await text.search_text("rivers", 5) == []
 
 
 async def test_doc_status_hot_paths_send_batched_commands_and_never_keys(stores, make_config, redis_url):

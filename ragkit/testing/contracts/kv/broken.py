@@ -174,11 +174,22 @@ class LatinOnlyTextKVStore(SQLiteKVStore):
         await super()._upsert_indexed(records, {k: [w for w in t if w.isascii()] for k, t in terms.items()})
 
 
+class UnfilledTextKVStore(SQLiteKVStore):
+    """Indexes what it writes, never what was stored before its index: a
+    database from an older version stays unsearchable."""
+
+    violates: ClassVar[str] = "kv.text.fills"
+    defect: ClassVar[str] = "records stored before the text index are never indexed"
+
+    def _fill(self, conn) -> None:  # type: ignore[no-untyped-def]
+        return None
+
+
 DEFECTS: tuple[type, ...] = (ReversedBatchKVStore, MergingUpsertKVStore, StrictDeleteKVStore)
 
 RULE_BREAKERS: dict[str, tuple[type, ...]] = {
     "KVStoreContract": (CaseFoldingKVStore, ParameterLimitKVStore, OffsetScanKVStore, UnfencedKVStore,
-                        AppendingTermsKVStore, UnrankedTextKVStore, LatinOnlyTextKVStore),
+                        AppendingTermsKVStore, UnrankedTextKVStore, LatinOnlyTextKVStore, UnfilledTextKVStore),
 }
 
 REFERENCES: dict[str, type] = {"KVStoreContract": SQLiteKVStore}

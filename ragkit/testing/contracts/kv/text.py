@@ -137,6 +137,28 @@ class KVTextSearchTests:
             assert await store.search_text("东京大学", 5) == []
 
     @needs(Capability.TEXT_SEARCH)
+    @checks("kv.text.fills")
+    async def test_records_stored_without_an_index_are_indexed_at_the_first_indexed_open(self, adapter):
+        """Records an instance given no ``text_field`` stored (as a database
+        written before text search holds them) are found once an instance
+        given one opens over the same namespace.
+
+        Troubleshoot: at ``open()``, when the namespace was never indexed for
+        this field, compute every stored record's terms (``ragkit.lexical.terms``)
+        and store them; remember that it was done, so later opens cost nothing.
+        """
+        async with sibling(adapter, namespace=True) as plain:
+            await plain.upsert({"old": {FIELD: "written before the index existed"}, "other": {"x": 1}})
+            indexed_config = plain.config.model_copy(update={"text_field": FIELD})
+            again = type(adapter)(indexed_config)
+            await again.open()
+            try:
+                assert _keys(await again.search_text("index existed", 5)) == ["old"]
+                assert await again.count() == 2
+            finally:
+                await again.close()
+
+    @needs(Capability.TEXT_SEARCH)
     async def test_text_search_needs_a_field_and_a_valid_top_k(self, adapter):
         """Without a ``text_field`` in its config the store has no text index
         and ``search_text`` says so; ``top_k`` must be a whole number >= 0.
