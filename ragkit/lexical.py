@@ -105,7 +105,9 @@ def _word(word: str) -> str:
     low = word.casefold()
     if low in STOP or (len(low) == 1 and not low.isdigit()):
         return ""
-    return stem(low)[:MAX_TERM_CHARS]
+    # Case folding can add a combining mark ("İ" -> "i" + U+0307): kept out,
+    # so every term is letters and digits only, as each engine tokenises it.
+    return "".join(TERM.findall(stem(low)))[:MAX_TERM_CHARS]
 
 
 @lru_cache(maxsize=4096)

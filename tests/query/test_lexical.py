@@ -143,3 +143,17 @@ def test_eval_asks_every_question_with_the_lexical_choice(workdir, questions, ca
         report = json.loads(capsys.readouterr().out)["reports"][0]
         assert report["rows"][0]["mode"] == mode
         assert bool(searched) == expected, (flag, mode, len(searched))
+
+
+def test_every_term_is_letters_and_digits_only():
+    """Terms are what ``KVStore`` promises adapters: runs of letters and
+    digits (``lexical.TERM``), case-folded, even where folding adds a mark
+    (Turkish "İ"), for compatibility forms (ligatures, Roman numerals,
+    superscripts) and for Chinese cut by jieba."""
+    from ragkit.lexical import TERM, query_terms, terms
+
+    text = "İstanbul'un ǅemal ﬁnance Ⅻ x² — 苹果公司的创始人 Hank-Snow's 1914"
+    found = terms(text)
+    assert found and all(TERM.fullmatch(t) for t in found), found
+    assert {"istanbul", "financ", "xii", "x2", "苹果公司", "hank", "snow", "1914"} <= set(found), found
+    assert query_terms("İSTANBUL") == ["istanbul"]
