@@ -119,10 +119,20 @@ class KVStore(KeyedStore):
             return
         await self._fenced()
         if self.indexes_text:
-            field = self.config.text_field
-            await self._upsert_indexed(encoded, {k: lexical.terms(v.get(field)) for k, v in records.items()})
+            await self._upsert_indexed(encoded, await self._terms(records))
         else:
             await self._upsert(encoded)
+
+    async def _terms(self, records: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:
+        """Each record's search terms. A batch of chunks is a few milliseconds
+        a thousand words (jieba's more): in a worker thread past
+        ``TERMS_IN_THREAD`` characters, so the loop serves meanwhile."""
+        field = self.config.text_field
+        texts = {k: v.get(field) for k, v in records.items()}
+        size = sum(len(t) for t in texts.values() if isinstance(t, str))
+        if size < TERMS_IN_THREAD:
+            return {k: lexical.terms(t) for k, t in texts.items()}
+        return await asyncio.to_thread(lambda: {k: lexical.terms(t) for k, t in texts.items()})
 
     @template("_text_postings")
     async def search_text(
@@ -204,6 +214,9 @@ class KVStore(KeyedStore):
         terms), each record once, counting only the words it holds."""
         raise NotImplementedError
 
+
+TERMS_IN_THREAD = 1 << 15
+"""Characters of text from which ``upsert`` makes the terms in a worker thread."""
 
 BM25_IN_THREAD = 2000
 """Postings from which ``search_text`` scores in a worker thread."""

@@ -148,8 +148,8 @@ class Querier:
         graph_chunks = await chunk_items(self.stores, ranked, "graph_sources", "support")
         if param.chunk_ranking == "similarity" and graph_chunks:
             await self._by_similarity(await searcher.embed(question), graph_chunks)
-        lists = [x for x in (graph_chunks, found.chunks, found.lexical) if x]
-        merged = fuse(*lists) if len(lists) > 1 else (lists[0] if lists else [])
+        # One list alone comes out of fuse in its own order.
+        merged = fuse(*(x for x in (graph_chunks, found.chunks, found.lexical) if x))
         if searcher.scope is not None:  # whatever a mode found: in-scope chunks, cited as in-scope documents
             merged = searcher.scope.own(merged)
         if self.reranker is not None and param.enable_rerank and merged:

@@ -26,17 +26,14 @@ from __future__ import annotations
 import inspect
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
 from ragkit.query.items import ChunkItem, EntityItem, RelationItem, fuse, round_robin
 from ragkit.query.keywords import Keywords
-from ragkit.query.search import Searcher, keyword_text
+from ragkit.query.search import Searcher, chunk_items, keyword_text
 from ragkit.schema import QueryParam
-
-if TYPE_CHECKING:
-    from ragkit.core.stores import Stores
 
 __all__ = [  # what a mode author needs, importable from here
     "BUILTIN_MODES", "Found", "Keywords", "ModeInfo", "QueryMode", "QueryParam", "Searcher",
@@ -199,13 +196,6 @@ class Bypass(QueryMode):
 
 
 BUILTIN_MODES: tuple[type[QueryMode], ...] = (Naive, Local, Global, Hybrid, Mix, PPR, Bypass)
-
-
-async def chunk_items(stores: Stores, ranked: list[tuple[str, Any]], stage: str, field: str) -> list[ChunkItem]:
-    """Ranked (chunk id, value) pairs as items, ``value`` set as ``field``; gone chunks skipped."""
-    records = await stores.chunks.get_many([cid for cid, _ in ranked])
-    return [ChunkItem.from_record(cid, rec, stage, **{field: value})
-            for (cid, value), rec in zip(ranked, records) if rec is not None]
 
 
 def _joined(keywords: list[str]) -> list[str]:

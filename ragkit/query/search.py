@@ -40,6 +40,13 @@ from ragkit.query.items import ChunkItem, EntityItem, RelationItem
 from ragkit.query.scoped import ScopedRanking, VectorIndex, entity_index, relation_index
 
 
+async def chunk_items(stores: Stores, ranked: list[tuple[str, Any]], stage: str, field: str) -> list[ChunkItem]:
+    """Ranked (chunk id, value) pairs as items, ``value`` set as ``field``; gone chunks skipped."""
+    records = await stores.chunks.get_many([cid for cid, _ in ranked])
+    return [ChunkItem.from_record(cid, rec, stage, **{field: value})
+            for (cid, value), rec in zip(ranked, records) if rec is not None]
+
+
 def keyword_text(keywords: list[str]) -> str:
     """The text embedded to search with a list of keywords."""
     return ", ".join(keywords)
@@ -151,9 +158,7 @@ class Searcher:
         else:
             hits = await self.stores.chunks.search_text(
                 question, top_k, within=self.scope.holds, population=len(self.scope.chunk_ids))
-        records = await self.stores.chunks.get_many([cid for cid, _ in hits])
-        return [ChunkItem.from_record(cid, rec, "chunk_text", score=score)
-                for (cid, score), rec in zip(hits, records) if rec is not None]
+        return await chunk_items(self.stores, hits, "chunk_text", "score")
 
     async def ppr(self, low: list[str], high: list[str], top_k: int, question: str = ""
                   ) -> tuple[list[EntityItem], list[RelationItem], list[tuple[str, float]]]:

@@ -64,14 +64,27 @@ async def test_a_rare_name_leads_and_a_deleted_documents_words_are_gone(workdir)
         assert all("Qwertyvale" not in c["content"] for c in gone.chunks)
 
 
-async def test_a_scoped_query_only_reads_and_weighs_its_documents(workdir, questions):
-    """Scoped to one document, the lexical channel returns only its chunks."""
+async def test_a_scoped_query_only_reads_and_weighs_its_documents(workdir, questions, monkeypatch):
+    """Scoped to one document, the lexical channel searches within its chunks
+    (weighed among them alone) and the context holds only its chunks."""
+    calls = []
+    original = SQLiteKVStore.search_text
+
+    async def recorded(self, question, top_k, **kwargs):
+        hits = await original(self, question, top_k, **kwargs)
+        calls.append((kwargs, hits))
+        return hits
+
+    monkeypatch.setattr(SQLiteKVStore, "search_text", recorded)
     async with make_rag(workdir) as rag:
         records = (await rag.stores.doc_status.list_page(limit=10_000)).items
         one = records[0]
         text = (await rag.stores.chunks.get(one.chunk_ids[0]))["content"]
-        result = await rag.aquery(text[:200], mode="naive", only_need_context=True, doc_ids=[one.id])
+        result = await rag.aquery(text[:200], mode="naive", only_need_context=True, doc_ids=[one.id], lexical=True)
         assert result.chunks and {c["doc_id"] for c in result.chunks} == {one.id}
+        (kwargs, hits), = calls
+        assert kwargs["population"] == len(one.chunk_ids) and hits
+        assert {key for key, _ in hits} <= set(one.chunk_ids)
 
 
 async def test_within_a_scope_scores_are_those_of_an_index_of_the_scope_alone(tmp_path: Path):
