@@ -141,7 +141,7 @@ _BACKENDS = ["embedded", "servers", "postgres"]
 def updated(old: dict[str, Any], new: dict[str, Any], parts: set[str]) -> dict[str, Any]:
     """``old`` with the parts of ``new`` put in, and the re-run recorded."""
     out = dict(old)
-    for part in ("quality", "throughput"):
+    for part in ("quality", "throughput", "aliases"):
         if part in parts:
             out[part] = new[part]
     if "scale" in parts:
@@ -262,6 +262,13 @@ def smoke_problems(res: dict[str, Any], md: Path) -> list[str]:
             for field in ("wall_s", "llm_calls_total", "input_tokens", "output_tokens", "peak_rss_mib",
                           "chunks_per_s") + (("efficiency",) if key == "latency" else ()):
                 num(f"throughput {key} {system}", x, field)
+    aliases = res.get("aliases", {})
+    for name in ("musique", "cjk"):
+        num(f"aliases rules {name}", aliases.get("rules", {}).get(name, {}).get("all", {}), "precision", fraction=True)
+    for run in ("off", "rules", "rules+check"):
+        x = aliases.get("cost", {}).get("runs", {}).get(run, {})
+        num(f"aliases cost {run}", x, "wall_s")
+        num(f"aliases cost {run}", x, "llm_calls_total")
     scale = {(x.get("backend", "embedded"), x.get("factor")): x for x in res.get("scale", [])}
     wanted = [("embedded", f) for f in res["settings"]["scales"]]
     wanted += [("servers", f) for f in res["settings"].get("server_scales", [])]
@@ -302,9 +309,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="write <name>.json, <name>.md and its plots here (default: benchmarks/results/ and "
                         "docs/benchmarks.md; --smoke: its work dir)")
     p.add_argument("--skip-setup", action="store_true", help="do not (re)create LightRAG's venv")
-    p.add_argument("--only", default="quality,throughput,scale",
-                   help="comma list of parts to run: quality, throughput, scale (embedded, servers and "
-                        "PostgreSQL), scale-servers, scale-postgres")
+    p.add_argument("--only", default="quality,throughput,aliases,scale",
+                   help="comma list of parts to run: quality, throughput, aliases (entity resolution), scale "
+                        "(embedded, servers and PostgreSQL), scale-servers, scale-postgres")
     p.add_argument("--update", action="store_true",
                    help="replace only the parts run in the existing results/<name>.json (its other parts, "
                         "settings and start time kept; the report lists the re-run)")
@@ -425,6 +432,13 @@ def main(argv: list[str] | None = None) -> int:
             t[key] = {"ragkit": read_json(work / f"rk_{key}.json"), "lightrag": read_json(work / f"lr_{key}.json"),
                       "ragkit_all": read_json(work / f"rk_{key}_all.json")}
         result["throughput"] = t
+
+    if "aliases" in parts:
+        r.run("entity resolution: rules on the alias sets, indexing cost off / on / with the model check",
+              [RK_PY, HERE / "bench_aliases.py", "--inputs", inputs, "--out", work / "rk_aliases.json",
+               "--latency", str(args.latency), "--jitter", str(args.jitter), "--concurrency",
+               str(args.concurrency)])
+        result["aliases"] = read_json(work / "rk_aliases.json")
 
     if "scale" in parts:
         result["scale"] = scale_runs(r, rk, inputs, work, scales, "embedded", [], args)

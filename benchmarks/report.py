@@ -756,6 +756,9 @@ def render(res: dict, source: str | None = None) -> str:
     from report_postgres import pg_profile_section  # it imports this module's helpers
 
     pg_profile_section(lines)
+    from report_aliases import aliases_section  # it imports this module's helpers
+
+    aliases_section(res, lines)
     webui_graph_section(lines)
     lines += ["## How it was run", ""]
     lines += [f"- {x['step']}: {x['seconds']:.0f} s" for x in res.get("steps", [])]

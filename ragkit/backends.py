@@ -69,6 +69,8 @@ def build_stores(
         extractions=kv("extractions"),
         llm_cache=kv("llm_cache"),
         doc_paths=kv("doc_paths"),
+        aliases=kv("aliases"),
+        alias_splits=kv("alias_splits"),
         chunk_vectors=vec("chunks"),
         entity_vectors=vec("entities"),
         relation_vectors=vec("relations"),

@@ -95,6 +95,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the reports as JSON")
     p.set_defaults(run="ragkit.cli.eval_cmd")
 
+    p = sub.add_parser("graph", help="the knowledge graph: entity aliases")
+    p.set_defaults(run="ragkit.cli.graph_cmd")
+    actions = p.add_subparsers(dest="graph_command", metavar="ACTION", required=True)
+    a = actions.add_parser(
+        "aliases", help="entities linked as variants of one name (entity resolution); split or join a pair")
+    a.add_argument("--of", metavar="NAME", help="only the links of this entity")
+    a.add_argument("--split", nargs=2, metavar=("NAME", "OTHER"),
+                   help="unlink two entities and keep them apart, also when re-indexed")
+    a.add_argument("--join", nargs=2, metavar=("NAME", "OTHER"), help="undo a --split")
+    a.add_argument("--rebuild", action="store_true",
+                   help="recompute every link from the graph's entities (after indexing with aliases off)")
+    a.add_argument("--json", action="store_true")
+
     p = sub.add_parser("status", help="documents by status, graph size")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run="ragkit.cli.docs_cmd:run_status")

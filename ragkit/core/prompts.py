@@ -21,6 +21,7 @@ user prompt, so that a replay model can find it again (``chunk_text_of``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 
 from ragkit.protocols.models import ChatRequest, Message
@@ -210,6 +211,28 @@ def build_summary_request(
         temperature=0,
         role="summary",
     )
+
+
+# --- aliases (core/alias_check.py) ------------------------------------------------------------
+
+ALIASES_SYSTEM = "You decide whether two names denote one and the same real-world entity."
+ALIASES_PROMPT = """Each numbered line below holds two names of entities found in one collection of documents.
+For each line, decide whether both names denote the same real-world entity (the same person,
+organisation, place, work, event or thing). Say "same" only when you are sure: two different
+entities that share a name, a part and its whole, a product and its maker, a person and a relative,
+a predecessor and a successor are not the same.
+
+Answer with a JSON object that lists the numbers of the lines whose names are the same entity,
+for example {{"same": [1, 3]}}, or {{"same": []}} when none are. Output only the JSON object.
+
+{pairs}"""
+
+
+def build_aliases_request(pairs: Sequence[tuple[str, str]]) -> ChatRequest:
+    lines = "\n".join(f"{i}. {json.dumps(a, ensure_ascii=False)} | {json.dumps(b, ensure_ascii=False)}"
+                      for i, (a, b) in enumerate(pairs, 1))
+    return ChatRequest(prompt=ALIASES_PROMPT.format(pairs=lines), system=ALIASES_SYSTEM,
+                       json_mode=True, temperature=0, max_tokens=20 + 6 * len(pairs), role="aliases")
 
 
 # --- keywords (query/keywords.py) ---------------------------------------------------------

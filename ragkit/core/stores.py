@@ -66,6 +66,10 @@ class Stores:
     """request cache key -> {text, model_id, role}"""
     doc_paths: KVStore
     """file path -> {doc_id}: finds the old version of a changed file"""
+    aliases: KVStore
+    """entity resolution's blocks and synonym links (``core/alias_index.py``): derived from the entity keys"""
+    alias_splits: KVStore
+    """pairs of entities a user split: theirs, kept through deletes and re-indexing"""
     chunk_vectors: VectorStore
     entity_vectors: VectorStore
     relation_vectors: VectorStore

@@ -28,6 +28,7 @@ from ragkit.core.keys import Pair, entity_key, relation_key
 from ragkit.core.heap import release
 from ragkit.core.pacing import Pacer
 from ragkit.core.stores import Stores
+from ragkit.core.alias_index import AliasIndex
 from ragkit.pipeline.merge import Draft, Merger
 from ragkit.protocols import Embedder
 from ragkit.schema import Entity, Relation
@@ -70,10 +71,13 @@ class Changes:
 
 
 class GraphUpdater:
-    def __init__(self, stores: Stores, merger: Merger, embedder: Embedder, concurrency: int = 16) -> None:
+    def __init__(self, stores: Stores, merger: Merger, embedder: Embedder, concurrency: int = 16,
+                 aliases: AliasIndex | None = None) -> None:
         self.stores = stores
         self.merger = merger
         self.embedder = embedder
+        self.aliases = aliases
+        """Entity resolution's links, kept up to date with the entities (``None``: off)."""
         self.concurrency = concurrency
         """Summary calls in flight at once."""
         self._entities: dict[str, dict[str, list[Entity]]] = {}
@@ -211,6 +215,8 @@ class GraphUpdater:
         # every key that no longer exists goes, the element there or not: a
         # write cut short may have left the vector of an element never written.
         vanished = [k for k, _, new in results if new is None]
+        if self.aliases is not None:  # before the elements too, and idempotent: a cut-short update redoes it
+            await self.aliases.update([k for k, _ in changed], vanished)
         await self.stores.entity_vectors.delete([ids.entity_id(k) for k in vanished])
         await self.stores.graph.delete_nodes(gone)
         for i in range(0, len(changed), KEYS_PAGE):

@@ -49,6 +49,8 @@ from ragkit.pipeline.chunk import get_chunker
 from ragkit.pipeline.edit_journal import finish_interrupted_edit
 from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
 from ragkit.pipeline.graph_update import PAGE as EXTRACTIONS_PAGE
+from ragkit.core.alias_check import ModelCheck
+from ragkit.core.alias_index import AliasIndex
 from ragkit.pipeline.graph_update import Changes, GraphUpdater, embed_all
 from ragkit.pipeline.identity import cache_space, path_key, path_keys
 from ragkit.pipeline.merge import Merger
@@ -122,7 +124,8 @@ class Indexer:
         self.tokenizer = tokenizer
         self.config = config
         self.chunker = get_chunker(config.chunker, tokenizer, config.chunk_size, config.chunk_overlap)
-        self.updater = GraphUpdater(stores, Merger(llm, tokenizer, config.merge), embedder)
+        aliases = self.alias_index() if config.aliases else None
+        self.updater = GraphUpdater(stores, Merger(llm, tokenizer, config.merge), embedder, aliases=aliases)
         self.progress = progress or (lambda event, n: None)
         self.segment_chars = SEGMENT_CHARS
         self._commit_lock = asyncio.Lock()  # batches and windows never merge at once
@@ -133,6 +136,12 @@ class Indexer:
         # Chunks being extracted at once: enough to keep the model's slots
         # busy and let cache hits through (``_extract_chunk``).
         self._chunk_slots = asyncio.Semaphore(CHUNK_SLOTS_PER_CALL * config.llm_concurrency)
+
+    def alias_index(self) -> AliasIndex:
+        """Entity resolution's links as this configuration keeps them (with the
+        model check when ``alias_check`` is on)."""
+        check = ModelCheck(self.llm) if self.config.alias_check else None
+        return AliasIndex(self.stores.aliases, self.stores.alias_splits, check)
 
     # -- insert ----------------------------------------------------------------
 

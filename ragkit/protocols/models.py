@@ -29,7 +29,7 @@ from ragkit.errors import ConfigError, describe_validation_error
 from ragkit.ids import digest
 from ragkit.protocols.base import Capability, NoOptions
 
-Role = Literal["extraction", "summary", "keywords", "answer", "other"]
+Role = Literal["extraction", "summary", "keywords", "answer", "aliases", "other"]
 
 
 class Message(BaseModel):

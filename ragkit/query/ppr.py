@@ -35,13 +35,15 @@ too little for that dependency (``benchmarks/seams.py ppr``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import numpy as np
 
 from ragkit.protocols import GraphStore
 
 Pair = tuple[str, str]
+Links = Callable[[Sequence[str]], Awaitable[Mapping[str, Sequence[str]]]]
+"""Entity keys -> the keys each is linked to as an alias (entity resolution)."""
 
 DAMPING = 0.7
 """Probability of following an edge rather than restarting at a seed.
@@ -71,8 +73,10 @@ TOLERANCE = 1e-9
 
 
 async def neighbourhood(graph: GraphStore, seeds: Sequence[str], hops: int = HOPS,
-                        max_nodes: int = MAX_NODES) -> tuple[list[str], list[Pair]]:
-    """Nodes within ``hops`` of the seeds (seeds first, then by hop) and the edges among them."""
+                        max_nodes: int = MAX_NODES, links: Links | None = None) -> tuple[list[str], list[Pair]]:
+    """Nodes within ``hops`` of the seeds (seeds first, then by hop) and the
+    edges among them; with ``links``, an alias link is an edge too (HippoRAG
+    2's synonym edges: the walk crosses from one name of an entity to another)."""
     nodes = list(dict.fromkeys(seeds))
     known = set(nodes)
     edges: set[Pair] = set()
@@ -81,8 +85,10 @@ async def neighbourhood(graph: GraphStore, seeds: Sequence[str], hops: int = HOP
         if not frontier:
             break
         found: list[str] = []
+        aliases = await links(frontier) if links is not None else {}
         for key, node_edges in zip(frontier, await graph.nodes_edges(frontier)):
-            for pair in node_edges or []:
+            synonyms = [(key, other) if key <= other else (other, key) for other in aliases.get(key, ())]
+            for pair in [*(node_edges or []), *synonyms]:
                 other = pair[1] if pair[0] == key else pair[0]
                 if other not in known and len(known) < max_nodes and hop < hops:
                     known.add(other)

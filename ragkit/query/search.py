@@ -23,7 +23,7 @@ docs/architecture.md, "Document access control".
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ from ragkit import ids
 from ragkit.core.extraction import entity_text
 from ragkit.core.scope import Restrictor, Scope, ScopedGraph
 from ragkit.core.stores import Stores
+from ragkit.core.alias_index import AliasIndex
 from ragkit.protocols import Embedder
 from ragkit.query import ppr
 from ragkit.query.graph_cache import CachedGraph
@@ -181,7 +182,7 @@ class Searcher:
                                   for (k, s), p, r in zip(hits, seed_props, relevance)])
         if not seeds:
             return [], [], []
-        nodes, edges = await ppr.neighbourhood(self.graph, list(seeds))
+        nodes, edges = await ppr.neighbourhood(self.graph, list(seeds), links=self.aliases)
         scores = ppr.personalized_pagerank(nodes, edges, seeds)
         ranked = sorted(scores, key=lambda k: (-ppr.tie(scores[k]), k))[: top_k * ppr.SCORED_PER_KEPT]
         props = dict(zip(ranked, await self.graph.get_nodes(ranked)))
@@ -199,6 +200,18 @@ class Searcher:
             if edge is not None
         ]
         return entities, relations, chunks
+
+    async def aliases(self, keys: Sequence[str]) -> dict[str, list[str]]:
+        """The entities each of ``keys`` is linked to as an alias
+        (``core/alias_index.py``), those this query may see only: a link is
+        drawn from the two names alone, so it tells a user who may see both
+        nothing a document they may not read says."""
+        found = await AliasIndex(self.stores.aliases, self.stores.alias_splits).links_of(keys)
+        partners = sorted({o for others in found.values() for o in others})
+        if self.view is not None and partners:
+            seen = {o for o, p in zip(partners, await self.graph.get_nodes(partners)) if p is not None}
+            found = {k: {o: why for o, why in others.items() if o in seen} for k, others in found.items()}
+        return {k: sorted(others) for k, others in found.items()}
 
     async def _relevance(self, hits: list[tuple[str, float]], props: list[dict], question: str) -> list[float]:
         """Each linked entity's cosine to the question, from its stored vector

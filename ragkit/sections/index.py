@@ -71,6 +71,14 @@ class IndexConfig(BaseModel):
     """A document with more chunks is extracted, merged and committed this many
     chunks at a time (``ragkit.pipeline.windows``): memory stays bounded and a
     cut-short run resumes after the last committed window."""
+    aliases: bool = True
+    """Entity resolution: link entities whose names are variants of one name
+    ("Rank Organisation" and "The Rank Organisation", "George W. Bush" and
+    "George Bush"), for the ``ppr`` walk (``ragkit.core.alias_index``)."""
+    alias_check: bool = False
+    """Also ask the LLM about the pairs the name rules cannot decide (an
+    acronym, one side's qualifier, a longer form): 16 pairs a call, role
+    ``aliases`` (``ragkit.core.alias_check``). Off: those stay unlinked."""
     extract: ExtractConfig = Field(default_factory=ExtractConfig)
     merge: MergeConfig = Field(default_factory=MergeConfig)
 

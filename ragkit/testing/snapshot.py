@@ -13,7 +13,8 @@ from ragkit.schema import DocStatus
 
 
 async def store_snapshot(stores: Stores) -> dict[str, Any]:
-    """Graph elements with their properties, and the ids in every other store."""
+    """Graph elements with their properties, entity resolution's blocks and
+    links, and the ids in every other store."""
     statuses = {}
     for status in DocStatus:
         cursor = None
@@ -23,7 +24,9 @@ async def store_snapshot(stores: Stores) -> dict[str, Any]:
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
+    alias_keys = sorted([k async for k in stores.aliases.keys()])
     return {
+        "aliases": dict(zip(alias_keys, await stores.aliases.get_many(alias_keys))),
         "nodes": {n.id: n.properties async for n in stores.graph.nodes()},
         "edges": {e.key: e.properties async for e in stores.graph.edges()},
         "chunks": sorted([k async for k in stores.chunks.keys()]),

@@ -50,7 +50,7 @@ REPLACED = {5: 60, 50: 61}
 """file of passage i -> passage that becomes its new content"""
 STEPS = ("insert", "insert", "delete", "insert")
 STORES = (
-    "full_docs", "chunks", "extractions", "llm_cache", "doc_paths",
+    "full_docs", "chunks", "extractions", "llm_cache", "doc_paths", "aliases",
     "chunk_vectors", "entity_vectors", "relation_vectors", "graph", "doc_status",
 )
 

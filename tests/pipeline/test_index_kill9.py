@@ -47,6 +47,7 @@ KILL_POINTS = {
     "graph flushed, status not processed": "0/graph.flush/3/after",
     "right after a full flush": "0/stores.flush/5/after",
     # the end of step 0's insert: 14 commits, then the deferred summaries' pass
+    "alias blocks written, links not": "0/aliases.upsert/3/after",
     "summary pass, before its graph writes": "0/graph.upsert_nodes/15/before",
     "summary pass flushed, marks not cleared": "0/stores.flush/15/after",
     # step 1: a second insert over a workspace that already holds documents
@@ -57,6 +58,7 @@ KILL_POINTS = {
     # SQLite writes at once, the graph at its flush: found by the fault campaign
     "delete, extractions gone, graph not flushed": "2/extractions.delete/1/after",
     "delete, before status removed": "2/full_docs.delete/1/after",
+    "delete, alias links of gone entities half removed": "2/aliases.upsert/1/after",
     # step 3: a changed file replaces its old version
     "new version flushed, old one untouched": "3/stores.flush/1/after",
     "replacing the old version": "3/graph.flush/2/after",

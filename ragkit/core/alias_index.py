@@ -1,0 +1,211 @@
+"""Entity resolution at index time: synonym links between entities whose names
+are aliases (the rules: ``ragkit.core.aliases``), kept up to date as entities
+come and go, and the user's splits of wrong ones.
+
+The form is HippoRAG 2's synonym edges, not merged nodes: each name stays an
+entity with its own sources, and a link joins the two for the ``ppr`` walk
+(``query/ppr.py``). Why not merge: a merged node's key would depend on which
+alias came first, and deleting that document would have to re-key the rest;
+links are a function of the set of entity keys alone, so an update adds the
+links of new keys and removes those of keys that are gone, and the result is
+what a fresh index of the remaining documents holds (tested).
+
+Storage, in the ``aliases`` KV namespace (derived: rebuilt from the graph by
+``rebuild``):
+
+- ``block:<block key>`` -> ``{"keys": [entity keys]}``: who to compare a new
+  name with (``core.aliases.blocks``);
+- ``links:<entity key>`` -> ``{"links": {other key: reason}}``.
+
+and in ``alias_splits`` (the user's, never derived, kept through deletes and
+re-indexing): ``<key a>\\x1f<key b>`` (in order) -> ``{"a", "b"}``: a pair the
+rules link and a user said is two entities (``ragkit graph aliases --split``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from ragkit.core.stores import in_pages
+from ragkit.core.aliases import MAYBE, SAME, blocks, match, read
+from ragkit.ids import normalize_name
+from ragkit.protocols import KVStore
+
+_BLOCK = "block:"
+_LINKS = "links:"
+_SEP = "\x1f"
+
+
+@dataclass(frozen=True)
+class Alias:
+    """One link as ``ragkit graph aliases`` shows it."""
+
+    a: str
+    b: str
+    reason: str
+    split: bool = False
+
+
+def split_key(a: str, b: str) -> str:
+    x, y = sorted((a, b))
+    return f"{x}{_SEP}{y}"
+
+
+Check = Callable[[list[tuple[str, str, str]]], Awaitable[set[tuple[str, str]]]]
+"""(key, key, why the rules are unsure) pairs -> the pairs that are one entity:
+the model check of the pairs the name rules call ``MAYBE`` (``core/alias_check.py``)."""
+
+
+class AliasIndex:
+    """The links and blocks of one workspace (``aliases``) and its splits (``alias_splits``)."""
+
+    def __init__(self, store: KVStore, splits: KVStore, check: Check | None = None) -> None:
+        self.store = store
+        self.splits = splits
+        self.check = check
+        """Decides the ``MAYBE`` pairs; ``None``: they stay unlinked."""
+
+    async def update(self, present: Iterable[str], removed: Iterable[str], *, ask: Iterable[str] = ()) -> int:
+        """Links for the entity keys ``present`` (new or still there: adding a
+        key twice changes nothing) and none for ``removed``. Returns how many
+        link records were written or deleted. The check is asked about the
+        pairs of a key new to the blocks (or in ``ask``) only: a pair of two
+        keys already there was decided when the second came, and a verdict
+        reads the names alone, so it stands (its link, if any, is kept)."""
+        gone = set(removed)
+        here = [k for k in dict.fromkeys(present) if k not in gone]
+        if not here and not gone:
+            return 0
+        candidates, new = await self._place(here, gone)
+        pairs = await self._decide(candidates, new | set(ask))
+        links = await self._links({*here, *gone, *(k for pair in pairs for k in pair)})
+        # A gone key's partners (read too, they may be in no block read here) forget it.
+        links.update(await self._links({o for k in gone for o in links[k]} - links.keys()))
+        stored = {k: dict(v) for k, v in links.items()}
+        for key in gone:
+            for other in links[key]:
+                links[other].pop(key, None)
+            links[key] = {}
+        for (a, b), why in pairs.items():
+            links[a][b] = links[b][a] = why
+        return await self._write_links({k: v for k, v in links.items() if v != stored[k]})
+
+    async def _place(self, here: list[str], gone: set[str]) -> tuple[dict[tuple[str, str], tuple[str, str]], set[str]]:
+        """Take ``gone`` out of its blocks and put ``here`` in its own; the
+        verdict of each pair of ``here`` and a key that shares a block with
+        it, and the keys of ``here`` that were in no block before."""
+        own = {k: blocks(read(k)) for k in [*here, *gone]}
+        postings = await self._postings({b for bs in own.values() for b in bs})
+        before = {b: set(keys) for b, keys in postings.items()}
+        new = {k for k in here if not any(k in before[b] for b in own[k])}
+        for key in gone:
+            for b in own[key]:
+                postings[b].discard(key)
+        for key in here:
+            for b in own[key]:
+                postings[b].add(key)
+        await self._write_postings(postings, before)
+        verdicts: dict[tuple[str, str], tuple[str, str]] = {}
+        for key in here:
+            for other in {c for b in own[key] for c in postings[b] if c != key}:
+                pair = (key, other) if key < other else (other, key)
+                if pair not in verdicts and (verdict := match(read(pair[0]), read(pair[1]))):
+                    verdicts[pair] = verdict
+        return verdicts, new
+
+    async def _decide(self, verdicts: Mapping[tuple[str, str], tuple[str, str]], new: set[str]
+                      ) -> dict[tuple[str, str], str]:
+        """The pairs to link, with why: the rules' ``SAME``, and the ``MAYBE``
+        of a ``new`` key the check says are one entity; never a pair a user split."""
+        refused = await self._split_pairs(verdicts)
+        open_pairs = {p: v for p, v in verdicts.items() if split_key(*p) not in refused}
+        linked = {p: why for p, (sure, why) in open_pairs.items() if sure == SAME}
+        unsure = sorted((a, b, why) for (a, b), (sure, why) in open_pairs.items()
+                        if sure == MAYBE and (a in new or b in new))
+        if self.check is not None and unsure:
+            confirmed = await self.check(unsure)
+            linked.update({(a, b): f"{why}, checked" for a, b, why in unsure if (a, b) in confirmed})
+        return linked
+
+    async def links_of(self, keys: Iterable[str]) -> dict[str, dict[str, str]]:
+        """Each key's linked keys with the reason (keys without links left out)."""
+        found = await self._links(keys)
+        return {k: v for k, v in found.items() if v}
+
+    async def all(self) -> list[Alias]:
+        """Every link once (a < b), and every split pair, by key."""
+        out: dict[tuple[str, str], Alias] = {}
+        async for page in in_pages(self.store.keys(), 512):
+            keys = [k for k in page if k.startswith(_LINKS)]
+            for key, rec in zip(keys, await self.store.get_many(keys)):
+                a = key[len(_LINKS):]
+                for b, why in (rec or {}).get("links", {}).items():
+                    x, y = sorted((a, b))
+                    out.setdefault((x, y), Alias(x, y, why))
+        async for key in self.splits.keys():
+            a, b = key.split(_SEP, 1)
+            verdict = match(read(a), read(b))
+            out[(a, b)] = Alias(a, b, verdict[1] if verdict else "split", split=True)
+        return [out[k] for k in sorted(out)]
+
+    async def split(self, first: str, second: str) -> Alias:
+        """Unlink the entities named ``first`` and ``second`` and keep them
+        apart from now on (re-indexing either does not link them again)."""
+        a, b = sorted((normalize_name(first), normalize_name(second)))
+        verdict = match(read(a), read(b))
+        if a == b or verdict is None:
+            raise ValueError(f"{first!r} and {second!r} are not linked by the alias rules: nothing to split")
+        await self.splits.upsert({split_key(a, b): {"a": a, "b": b}})
+        links = await self._links([a, b])
+        links[a].pop(b, None)
+        links[b].pop(a, None)
+        await self._write_links(links)  # both records: rewriting an unchanged one is harmless
+        return Alias(a, b, verdict[1], split=True)
+
+    async def join(self, first: str, second: str) -> bool:
+        """Undo a split: the rules link the pair again where both entities exist.
+        False when the pair was not split."""
+        a, b = sorted((normalize_name(first), normalize_name(second)))
+        (found,) = await self.splits.get_many([split_key(a, b)])
+        if found is None:
+            return False
+        await self.splits.delete([split_key(a, b)])
+        present = [k for k in (a, b) if await self._in_blocks(k)]
+        await self.update(present, [], ask=present)
+        return True
+
+    async def rebuild(self, keys: Iterable[str]) -> int:
+        """Replace every block and link with those of ``keys`` (all the graph's
+        entity keys): the repair for a store an interrupted update left behind."""
+        await self.store.drop()
+        return await self.update(keys, [])
+
+    async def _in_blocks(self, key: str) -> bool:
+        core = next(b for b in blocks(read(key)) if b.startswith("c:"))
+        return key in (await self._postings({core}))[core]
+
+    async def _postings(self, block_keys: set[str]) -> dict[str, set[str]]:
+        ordered = sorted(block_keys)
+        records = await self.store.get_many([_BLOCK + b for b in ordered])
+        return {b: set(rec["keys"]) if rec else set() for b, rec in zip(ordered, records)}
+
+    async def _links(self, keys: Iterable[str]) -> dict[str, dict[str, str]]:
+        ordered = sorted(set(keys))
+        records = await self.store.get_many([_LINKS + k for k in ordered])
+        return {k: dict(rec["links"]) if rec else {} for k, rec in zip(ordered, records)}
+
+    async def _split_pairs(self, pairs: Mapping[tuple[str, str], str]) -> set[str]:
+        wanted = sorted({split_key(*p) for p in pairs})
+        return {k for k, rec in zip(wanted, await self.splits.get_many(wanted)) if rec is not None}
+
+    async def _write_postings(self, postings: dict[str, set[str]], before: dict[str, set[str]]) -> None:
+        changed = {b: keys for b, keys in postings.items() if keys != before[b]}
+        await self.store.upsert({_BLOCK + b: {"keys": sorted(keys)} for b, keys in changed.items() if keys})
+        await self.store.delete([_BLOCK + b for b, keys in changed.items() if not keys])
+
+    async def _write_links(self, links: dict[str, dict[str, str]]) -> int:
+        """Write every record in ``links`` (a key with none is deleted)."""
+        await self.store.upsert({_LINKS + k: {"links": dict(sorted(v.items()))} for k, v in links.items() if v})
+        await self.store.delete([_LINKS + k for k, v in links.items() if not v])
+        return len(links)
