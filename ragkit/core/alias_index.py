@@ -77,7 +77,7 @@ class AliasIndex:
         here = [k for k in dict.fromkeys(present) if k not in gone]
         if not here and not gone:
             return 0
-        candidates, new = await self._place(here, gone)
+        candidates, new, postings = await self._place(here, gone)
         pairs = await self._decide(candidates, new | set(ask))
         links = await self._links({*here, *gone, *(k for pair in pairs for k in pair)})
         # A gone key's partners (read too, they may be in no block read here) forget it.
@@ -89,12 +89,17 @@ class AliasIndex:
             links[key] = {}
         for (a, b), why in pairs.items():
             links[a][b] = links[b][a] = why
-        return await self._write_links({k: v for k, v in links.items() if v != stored[k]})
+        written = await self._write_links({k: v for k, v in links.items() if v != stored[k]})
+        # The blocks last: an update cut short before them finds its keys new
+        # again, and asks the check about their pairs again (from the cache).
+        await self._write_postings(*postings)
+        return written
 
-    async def _place(self, here: list[str], gone: set[str]) -> tuple[dict[tuple[str, str], tuple[str, str]], set[str]]:
-        """Take ``gone`` out of its blocks and put ``here`` in its own; the
-        verdict of each pair of ``here`` and a key that shares a block with
-        it, and the keys of ``here`` that were in no block before."""
+    async def _place(self, here: list[str], gone: set[str]) -> tuple[dict, set[str], tuple[dict, dict]]:
+        """Take ``gone`` out of its blocks and put ``here`` in its own (in
+        memory); the verdict of each pair of ``here`` and a key that shares a
+        block with it, the keys of ``here`` that were in no block before, and
+        the blocks (after, before) to write."""
         own = {k: blocks(read(k)) for k in [*here, *gone]}
         postings = await self._postings({b for bs in own.values() for b in bs})
         before = {b: set(keys) for b, keys in postings.items()}
@@ -105,14 +110,13 @@ class AliasIndex:
         for key in here:
             for b in own[key]:
                 postings[b].add(key)
-        await self._write_postings(postings, before)
         verdicts: dict[tuple[str, str], tuple[str, str]] = {}
         for key in here:
             for other in {c for b in own[key] for c in postings[b] if c != key}:
                 pair = (key, other) if key < other else (other, key)
                 if pair not in verdicts and (verdict := match(read(pair[0]), read(pair[1]))):
                     verdicts[pair] = verdict
-        return verdicts, new
+        return verdicts, new, (postings, before)
 
     async def _decide(self, verdicts: Mapping[tuple[str, str], tuple[str, str]], new: set[str]
                       ) -> dict[tuple[str, str], str]:

@@ -268,3 +268,33 @@ def test_same_lines_reads_the_numbers_of_listed_lines_only():
     assert same_lines('{"same": []}', 3) == set()
     assert same_lines('{"different": [1]}', 3) is None
     assert same_lines("{not json}", 3) is None
+
+
+async def test_an_update_cut_short_at_its_links_asks_the_check_again(tmp_path, monkeypatch):
+    """The blocks are written last: an update that dies writing its links
+    finds its keys new when it is redone, and asks the check again. (Blocks
+    first, the keys were known the second time, the check was not asked and
+    the link was lost.)"""
+    asked: list[list] = []
+
+    async def check(pairs):
+        asked.append(pairs)
+        return {(a, b) for a, b, _ in pairs}
+
+    write_links = AliasIndex._write_links
+
+    async def dying(self, links):
+        if links and len(asked) == 1:
+            raise OSError("No space left on device")
+        return await write_links(self, links)
+
+    monkeypatch.setattr(AliasIndex, "_write_links", dying)
+    keys = ["nato", "north atlantic treaty organization"]
+    async with rag_at(tmp_path) as rag:
+        index = AliasIndex(rag.stores.aliases, rag.stores.alias_splits, check)
+        async with rag.stores.writing("test"):
+            with pytest.raises(OSError, match="No space left"):
+                await index.update(keys, [])
+            await index.update(keys, [])  # the graph update redone
+        assert len(asked) == 2
+        assert await links(rag) == {("nato", "north atlantic treaty organization", "acronym, checked")}

@@ -47,7 +47,7 @@ KILL_POINTS = {
     "graph flushed, status not processed": "0/graph.flush/3/after",
     "right after a full flush": "0/stores.flush/5/after",
     # the end of step 0's insert: 14 commits, then the deferred summaries' pass
-    "alias blocks written, links not": "0/aliases.upsert/3/after",
+    "alias links written, blocks not": "0/aliases.upsert/3/after",
     "summary pass, before its graph writes": "0/graph.upsert_nodes/15/before",
     "summary pass flushed, marks not cleared": "0/stores.flush/15/after",
     # step 1: a second insert over a workspace that already holds documents
