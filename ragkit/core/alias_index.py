@@ -153,6 +153,19 @@ class AliasIndex:
             out[(a, b)] = Alias(a, b, verdict[1] if verdict else "split", split=True)
         return [out[k] for k in sorted(out)]
 
+    async def named(self) -> set[str]:
+        """Every entity key a block or a link names (``ragkit check`` compares
+        them with the graph's: a key that is no entity is a leftover)."""
+        out: set[str] = set()
+        async for page in in_pages(self.store.keys(), 512):
+            for key, rec in zip(page, await self.store.get_many(page)):
+                if key.startswith(_BLOCK):
+                    out.update((rec or {}).get("keys", ()))
+                elif key.startswith(_LINKS):
+                    out.add(key[len(_LINKS):])
+                    out.update((rec or {}).get("links", {}))
+        return out
+
     async def split(self, first: str, second: str) -> Alias:
         """Unlink the entities named ``first`` and ``second`` and keep them
         apart from now on (re-indexing either does not link them again)."""

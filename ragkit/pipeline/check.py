@@ -6,11 +6,13 @@
 4. Document status agrees with the data (processed documents have their text,
    nothing is left mid-processing or mid-delete).
 5. No graph edit was cut short (``edit_journal``).
+6. Entity resolution's blocks and links name existing entities only.
 
 ``repair=True`` fixes what can be fixed without the LLM: orphan vectors are
 deleted, missing vectors re-embedded, an interrupted edit finished, dangling sources dropped (recomputing the
-entity or relation from the sources that remain), and documents with missing
-chunks are queued for re-indexing (pending).
+entity or relation from the sources that remain), documents with missing
+chunks are queued for re-indexing (pending), and alias links naming a gone
+entity are rebuilt from the graph's entities (the user's splits kept).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ragkit import ids
+from ragkit.core.alias_index import AliasIndex
 from ragkit.core.stores import Stores
 from ragkit.pipeline.edit_journal import JOURNAL_KEY, finish_interrupted_edit, interrupted_edit
 from ragkit.pipeline.graph_update import (
@@ -67,7 +70,8 @@ async def check(stores: Stores, updater: GraphUpdater | None = None, repair: boo
 
 async def _check(stores: Stores, updater: GraphUpdater | None, repair: bool) -> CheckReport:
     report = CheckReport()
-    if await interrupted_edit(stores):
+    interrupted = await interrupted_edit(stores)
+    if interrupted:
         problem = report.add("interrupted edit", JOURNAL_KEY, "a graph edit was cut short; the next write, or --repair, finishes it")
         if repair and updater is not None:
             await finish_interrupted_edit(stores, updater)
@@ -98,8 +102,25 @@ async def _check(stores: Stores, updater: GraphUpdater | None, repair: bool) -> 
             _mark(found)
     if repair:
         await _repair_graph(stores, updater, report, dangling, nodes, edges, missing_ent_vec, missing_rel_vec)
+    if not interrupted or repair:  # an edit cut short wrote its links first: finishing it settles them
+        await _check_aliases(stores, updater, report, repair)
+    if repair:
         await stores.flush()
     return report
+
+
+async def _check_aliases(stores: Stores, updater: GraphUpdater | None, report: CheckReport, repair: bool) -> None:
+    """Alias blocks and links that name no entity (after the graph repair,
+    which may delete some): rebuilt from the graph's entities."""
+    index = updater.aliases if updater is not None and updater.aliases is not None else (
+        AliasIndex(stores.aliases, stores.alias_splits))
+    keys = [n.id async for n in stores.graph.nodes()]
+    extra = await index.named() - set(keys)
+    found = [report.add("orphan alias", k, "an alias block or link names this key, which is no entity")
+             for k in sorted(extra)]
+    if repair and extra:
+        await index.rebuild(keys)
+        _mark(found)
 
 
 async def _check_documents(stores: Stores, report: CheckReport, chunk_keys: set, chunk_vec: set, repair: bool) -> None:

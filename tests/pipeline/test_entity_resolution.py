@@ -298,3 +298,20 @@ async def test_an_update_cut_short_at_its_links_asks_the_check_again(tmp_path, m
             await index.update(keys, [])  # the graph update redone
         assert len(asked) == 2
         assert await links(rag) == {("nato", "north atlantic treaty organization", "acronym, checked")}
+
+
+async def test_check_finds_links_to_no_entity_and_repair_rebuilds_them(tmp_path):
+    from ragkit.pipeline.check import check
+
+    async with rag_at(tmp_path) as rag:
+        await rag.indexer().insert(documents(TEXTS))
+        assert not [p for p in (await check(rag.stores)).problems if p.kind == "orphan alias"]
+        # What an update cut short between the graph and the links could leave.
+        await rag.stores.aliases.upsert({"links:ghost": {"links": {"beatles": "same name"}},
+                                         "links:beatles": {"links": {"the beatles": "same name", "ghost": "x"}}})
+        found = [p.item for p in (await check(rag.stores)).problems if p.kind == "orphan alias"]
+        assert found == ["ghost"]
+        report = await check(rag.stores, rag.indexer().updater, repair=True)
+        assert [p.repaired for p in report.problems if p.kind == "orphan alias"] == [True]
+        assert not (await check(rag.stores)).problems
+        assert await links(rag) == LINKED
