@@ -35,9 +35,11 @@ async def _change(rag: RAG, index: AliasIndex, args: argparse.Namespace) -> str:
         await index.rebuild(keys)
         return f"rebuilt the links of {len(keys)} entities"
     first, second = args.split or args.join
+    # A split needs both entities (a typo must not record a split of nothing);
+    # a join may undo the split of a pair whose entity is gone.
     missing = [n for n, p in zip((first, second), await rag.stores.graph.get_nodes(
         [normalize_name(first), normalize_name(second)])) if p is None]
-    if missing:
+    if missing and args.split:
         raise ConfigError(f"no entity named {missing[0]!r} in this workspace. "
                           "Fix: use a name `ragkit graph aliases` lists")
     if args.split:

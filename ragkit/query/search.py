@@ -182,7 +182,14 @@ class Searcher:
                                   for (k, s), p, r in zip(hits, seed_props, relevance)])
         if not seeds:
             return [], [], []
-        nodes, edges = await ppr.neighbourhood(self.graph, list(seeds), links=self.aliases)
+        synonyms: set[tuple[str, str]] = set()
+
+        async def links(keys: Sequence[str]) -> dict[str, list[str]]:
+            found = await self.aliases(keys)
+            synonyms.update(tuple(sorted((k, o))) for k, others in found.items() for o in others)
+            return found
+
+        nodes, edges = await ppr.neighbourhood(self.graph, list(seeds), links=links)
         scores = ppr.personalized_pagerank(nodes, edges, seeds)
         ranked = sorted(scores, key=lambda k: (-ppr.tie(scores[k]), k))[: top_k * ppr.SCORED_PER_KEPT]
         props = dict(zip(ranked, await self.graph.get_nodes(ranked)))
@@ -192,7 +199,10 @@ class Searcher:
         degree = dict(zip([e.key for e in entities], await self.graph.degrees([e.key for e in entities])))
         for entity in entities:
             entity.degree = degree[entity.key]
-        pairs = sorted((p for p in edges if p[0] in degree and p[1] in degree),
+        # An alias link is an edge of the walk, not a relation: it takes no relation's place.
+        between = [p for p in edges if p[0] in degree and p[1] in degree]
+        links_only = await self._links_only([p for p in between if p in synonyms])
+        pairs = sorted((p for p in between if p not in links_only),
                        key=lambda p: (-ppr.tie(scores[p[0]] + scores[p[1]]), p))[:top_k]
         relations = [
             RelationItem(edge, "ppr", scores[p[0]] + scores[p[1]], degree[p[0]] + degree[p[1]], key=p)
@@ -200,6 +210,10 @@ class Searcher:
             if edge is not None
         ]
         return entities, relations, chunks
+
+    async def _links_only(self, pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The alias links among ``pairs`` that are no relation too."""
+        return {p for p, edge in zip(pairs, await self.graph.get_edges(pairs)) if edge is None}
 
     async def aliases(self, keys: Sequence[str]) -> dict[str, list[str]]:
         """The entities each of ``keys`` is linked to as an alias

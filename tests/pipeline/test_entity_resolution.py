@@ -195,6 +195,12 @@ async def test_cli_lists_splits_and_joins(tmp_path):
     assert bad.returncode == 2 and "not linked by the alias rules" in bad.stderr
     out = ragkit("graph", "aliases", "--join", "George W. Bush", "George Bush", cwd=tmp_path)
     assert out.returncode == 0 and "5 alias link(s), 0 split pair" in out.stdout
+    # A split whose entity is gone can still be undone.
+    assert ragkit("graph", "aliases", "--split", "George Bush", "George W. Bush", cwd=tmp_path).returncode == 0
+    gone = ragkit("delete", "reports/1.txt", cwd=tmp_path)
+    assert gone.returncode == 0, gone.stderr
+    out = ragkit("graph", "aliases", "--join", "George W. Bush", "George Bush", cwd=tmp_path)
+    assert out.returncode == 0 and "4 alias link(s), 0 split pair" in out.stdout, out.stdout + out.stderr
 
 
 # -- the model check of the pairs the rules leave open ---------------------------------
@@ -315,3 +321,32 @@ async def test_check_finds_links_to_no_entity_and_repair_rebuilds_them(tmp_path)
         assert [p.repaired for p in report.problems if p.kind == "orphan alias"] == [True]
         assert not (await check(rag.stores)).problems
         assert await links(rag) == LINKED
+
+
+SQUARE = {
+    "Note one.": ["George Bush", "Zorblax"], "Note two.": ["George W. Bush", "Zorblax"],
+    "Note three.": ["George Bush", "Quentar"], "Note four.": ["George W. Bush", "Quentar"],
+    "Note five.": ["Zorblax", "Quentar"],
+}
+
+
+def square(request) -> str:
+    if request.role != "extraction":
+        return '{"high_level_keywords": [], "low_level_keywords": ["George Bush"]}'
+    marker = max((m for m in SQUARE if m in request.prompt), key=request.prompt.rfind)
+    a, b = SQUARE[marker]
+    rows = [f"entity<|#|>{n}<|#|>person<|#|>{n} is named in {marker}" for n in (a, b)]
+    return "\n".join([*rows, f"relation<|#|>{a}<|#|>{b}<|#|>met<|#|>{a} met {b}."]) + "\n<|COMPLETE|>"
+
+
+async def test_an_alias_link_takes_no_relations_place_in_ppr(tmp_path):
+    """Four entities, five relations among them and one alias link: the four
+    relations ppr keeps (top_k 4) are relations, the link not among them."""
+    async with RAG(Settings(working_dir=tmp_path), llm=ScriptedLLM(script=square),
+                   embedder=HashEmbedder({"dimension": 32})) as rag:
+        await rag.indexer().insert(documents([f"{m} {a} met {b}." for m, (a, b) in SQUARE.items()]))
+        assert await links(rag) == {("george bush", "george w. bush", "initials")}
+        searcher = Searcher(rag.stores, rag.embedder)
+        entities, relations, _ = await searcher.ppr(["George Bush"], [], 4, "Whom did George Bush meet?")
+        assert {e.key for e in entities} == {"george bush", "george w. bush", "zorblax", "quentar"}
+        assert len(relations) == 4 and ("george bush", "george w. bush") not in {r.key for r in relations}
