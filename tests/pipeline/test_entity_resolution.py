@@ -48,16 +48,26 @@ LINKED = {
 TEXTS = [f"{marker} " + " and ".join(names) + " met in the capital." for marker, names in DOCS.items()]
 
 
-def extraction(request) -> str:
-    """Each report's names as entities, and a relation between its two."""
-    if request.role != "extraction":
-        return '{"high_level_keywords": [], "low_level_keywords": []}'
-    # The marker of the last report quoted (the prompt's examples name none).
-    marker = max((m for m in DOCS if m in request.prompt), key=request.prompt.rfind)
-    a, b = DOCS[marker]
-    rows = [f"entity<|#|>{n}<|#|>organization<|#|>{n} is named in {marker}" for n in (a, b)]
-    rows.append(f"relation<|#|>{a}<|#|>{b}<|#|>meeting<|#|>{a} met {b}.")
-    return "\n".join(rows) + "\n<|COMPLETE|>"
+def scripted(reports: dict[str, list[str]], *, low: tuple[str, ...] = (), aliases=None):
+    """A scripted model: each report's two names as entities with a relation
+    between them (the marker of the last report quoted: the prompt's examples
+    name none), ``low`` as a question's keywords, ``aliases`` answering the
+    alias check."""
+
+    def script(request) -> str:
+        if request.role == "aliases" and aliases is not None:
+            return aliases(request)
+        if request.role != "extraction":
+            return json.dumps({"high_level_keywords": [], "low_level_keywords": list(low)})
+        marker = max((m for m in reports if m in request.prompt), key=request.prompt.rfind)
+        a, b = reports[marker]
+        rows = [f"entity<|#|>{n}<|#|>organization<|#|>{n} is named in {marker}" for n in (a, b)]
+        return "\n".join([*rows, f"relation<|#|>{a}<|#|>{b}<|#|>meeting<|#|>{a} met {b}."]) + "\n<|COMPLETE|>"
+
+    return script
+
+
+extraction = scripted(DOCS)
 
 
 def rag_at(path: Path, *, aliases: bool = True) -> RAG:
@@ -213,25 +223,13 @@ ORACLE = {("nato", "north atlantic treaty organization")}
 """What the scripted model says is one entity (Iron Maiden the album is not the band)."""
 
 
-def checking(answer_aliases):
-    def script(request) -> str:
-        if request.role == "aliases":
-            return answer_aliases(request)
-        marker = max((m for m in CHECKED if m in request.prompt), key=request.prompt.rfind, default=None)
-        if marker is None:
-            return extraction(request)
-        rows = [f"entity<|#|>{n}<|#|>organization<|#|>{n} is named in {marker}" for n in CHECKED[marker]]
-        return "\n".join(rows) + "\n<|COMPLETE|>"
-    return script
-
-
 def oracle(request) -> str:
     lines = re.findall(r'^(\d+)\. "(.*)" \| "(.*)"$', request.prompt, re.M)
     return json.dumps({"same": [int(n) for n, a, b in lines if (a, b) in ORACLE]})
 
 
 def checked_rag(path: Path, answer_aliases=oracle) -> RAG:
-    return RAG(Settings(working_dir=path), llm=ScriptedLLM(script=checking(answer_aliases)),
+    return RAG(Settings(working_dir=path), llm=ScriptedLLM(script=scripted(CHECKED, aliases=answer_aliases)),
                embedder=HashEmbedder({"dimension": 32}), index=IndexConfig(alias_check=True))
 
 
@@ -330,19 +328,10 @@ SQUARE = {
 }
 
 
-def square(request) -> str:
-    if request.role != "extraction":
-        return '{"high_level_keywords": [], "low_level_keywords": ["George Bush"]}'
-    marker = max((m for m in SQUARE if m in request.prompt), key=request.prompt.rfind)
-    a, b = SQUARE[marker]
-    rows = [f"entity<|#|>{n}<|#|>person<|#|>{n} is named in {marker}" for n in (a, b)]
-    return "\n".join([*rows, f"relation<|#|>{a}<|#|>{b}<|#|>met<|#|>{a} met {b}."]) + "\n<|COMPLETE|>"
-
-
 async def test_an_alias_link_takes_no_relations_place_in_ppr(tmp_path):
     """Four entities, five relations among them and one alias link: the four
     relations ppr keeps (top_k 4) are relations, the link not among them."""
-    async with RAG(Settings(working_dir=tmp_path), llm=ScriptedLLM(script=square),
+    async with RAG(Settings(working_dir=tmp_path), llm=ScriptedLLM(script=scripted(SQUARE, low=("George Bush",))),
                    embedder=HashEmbedder({"dimension": 32})) as rag:
         await rag.indexer().insert(documents([f"{m} {a} met {b}." for m, (a, b) in SQUARE.items()]))
         assert await links(rag) == {("george bush", "george w. bush", "initials")}
