@@ -199,7 +199,7 @@ class AliasIndex:
         return await self.update(keys, [])
 
     async def _in_blocks(self, key: str) -> bool:
-        core = next(b for b in blocks(read(key)) if b.startswith("c:"))
+        core = "c:" + read(key).core
         return key in (await self._postings({core}))[core]
 
     async def _postings(self, block_keys: set[str]) -> dict[str, set[str]]:

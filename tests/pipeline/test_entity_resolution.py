@@ -256,7 +256,7 @@ async def test_the_model_check_links_what_it_confirms_and_is_asked_once(tmp_path
 
 
 @pytest.mark.parametrize("answer", ["yes, all of them", '{"same": "1"}', '{"same": [true, 0, 3, "1"]}', ""])
-async def test_an_answer_that_is_not_the_object_asked_for_links_nothing(tmp_path, answer, caplog):
+async def test_an_answer_that_is_not_the_object_asked_for_links_nothing(tmp_path, answer):
     docs = documents([f"{m} " + " and ".join(n) + "." for m, n in CHECKED.items()])
     async with checked_rag(tmp_path, lambda request: answer) as rag:
         report = await rag.indexer().insert(docs)
