@@ -141,7 +141,7 @@ _BACKENDS = ["embedded", "servers", "postgres"]
 def updated(old: dict[str, Any], new: dict[str, Any], parts: set[str]) -> dict[str, Any]:
     """``old`` with the parts of ``new`` put in, and the re-run recorded."""
     out = dict(old)
-    for part in ("quality", "throughput", "aliases"):
+    for part in ("quality", "throughput", "aliases", "ray"):
         if part in parts:
             out[part] = new[part]
     if "scale" in parts:
@@ -269,6 +269,15 @@ def smoke_problems(res: dict[str, Any], md: Path) -> list[str]:
         x = aliases.get("cost", {}).get("runs", {}).get(run, {})
         num(f"aliases cost {run}", x, "wall_s")
         num(f"aliases cost {run}", x, "llm_calls_total")
+    ray_runs = res.get("ray", {}).get("runs", {})
+    for run in ("in-process", "ray, 1 node", "ray, 2 nodes"):
+        x = ray_runs.get(run)
+        if x is None:
+            problems.append(f"ray: no {run!r} run")
+            continue
+        num(f"ray {run}", x, "wall_s")
+        if run != "in-process" and x.get("same_stores") is not True:
+            problems.append(f"ray {run}: stores differ from the in-process run's: {x.get('store_differences')}")
     scale = {(x.get("backend", "embedded"), x.get("factor")): x for x in res.get("scale", [])}
     wanted = [("embedded", f) for f in res["settings"]["scales"]]
     wanted += [("servers", f) for f in res["settings"].get("server_scales", [])]
@@ -309,8 +318,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="write <name>.json, <name>.md and its plots here (default: benchmarks/results/ and "
                         "docs/benchmarks.md; --smoke: its work dir)")
     p.add_argument("--skip-setup", action="store_true", help="do not (re)create LightRAG's venv")
-    p.add_argument("--only", default="quality,throughput,aliases,scale",
-                   help="comma list of parts to run: quality, throughput, aliases (entity resolution), scale "
+    p.add_argument("--only", default="quality,throughput,aliases,ray,scale",
+                   help="comma list of parts to run: quality, throughput, aliases (entity resolution), ray (the Ray "
+                        "executor against the in-process one), scale "
                         "(embedded, servers and PostgreSQL), scale-servers, scale-postgres")
     p.add_argument("--update", action="store_true",
                    help="replace only the parts run in the existing results/<name>.json (its other parts, "
@@ -439,6 +449,12 @@ def main(argv: list[str] | None = None) -> int:
                "--latency", str(args.latency), "--jitter", str(args.jitter), "--concurrency",
                str(args.concurrency)])
         result["aliases"] = read_json(work / "rk_aliases.json")
+
+    if "ray" in parts:
+        r.run(f"ray executor: {prefix} passages in-process, then on a local Ray cluster of 1 and 2 nodes",
+              [RK_PY, HERE / "bench_ray.py", "--inputs", inputs, "--out", work / "rk_ray.json", "--docs", str(prefix),
+               "--latency", str(args.latency), "--jitter", str(args.jitter), "--concurrency", str(args.concurrency)])
+        result["ray"] = read_json(work / "rk_ray.json")
 
     if "scale" in parts:
         result["scale"] = scale_runs(r, rk, inputs, work, scales, "embedded", [], args)

@@ -759,6 +759,9 @@ def render(res: dict, source: str | None = None) -> str:
     from report_aliases import aliases_section  # it imports this module's helpers
 
     aliases_section(res, lines)
+    from report_ray import ray_section  # it imports this module's helpers
+
+    ray_section(res, lines)
     webui_graph_section(lines)
     lines += ["## How it was run", ""]
     lines += [f"- {x['step']}: {x['seconds']:.0f} s" for x in res.get("steps", [])]

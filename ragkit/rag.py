@@ -53,6 +53,7 @@ from ragkit.core.llm_cache import CachedLLM, counting
 from ragkit.core.stores import Stores
 from ragkit.protocols.vector import embedder_label
 from ragkit.errors import InputNotFoundError, InvalidValueError, describe_validation_error
+from ragkit.executors import Executor, executor_for, model_recipe
 from ragkit.offline import default_llm
 from ragkit.pipeline.edit import CustomKG, CustomKGReport, GraphEditor
 from ragkit.pipeline.documents import DocumentPage, list_documents, readable_counts, resolve_documents
@@ -168,6 +169,11 @@ class RAG:
         settings = settings or load_settings().settings
         self.settings = settings.model_copy(update=overrides) if overrides else settings
         self.embedder: Embedder = _model("embedder", embedder, self.settings)
+        # How a remote executor's workers build the same models (ragkit.executors).
+        self._recipes = {"llm": model_recipe("llm", llm, self.settings),
+                         "embedder": model_recipe("embedder", embedder, self.settings)}
+        self._executor: Executor | None = None
+        self._placed: tuple[CachedLLM, Embedder] | None = None
         self.tokenizer: Tokenizer = tokenizer or build_model(self.settings, "tokenizer")
         self.reranker: Reranker | None = _model("reranker", reranker, self.settings)
         self._llm = llm
@@ -278,6 +284,9 @@ class RAG:
             await self.stores.close()
         finally:
             self._loops.home = None
+            executor, self._executor, self._placed = self._executor, None, None
+            if executor is not None:
+                executor.close()  # a Ray executor's actors, and its connection when it made one
             heap.thaw()  # the stores' state frozen at commits may now be garbage
             llm = self._cached_llm.llm if self._cached_llm is not None else None
             for model in (llm, self.embedder, self.reranker):
@@ -317,8 +326,29 @@ class RAG:
         again after ``close``."""
         return self._loops.thread
 
+    @property
+    def executor(self) -> Executor:
+        """Where indexing's loaders, chunking and model calls run (``[index] executor``)."""
+        if self._executor is None:
+            self._executor = executor_for(self.index_config, self._recipes)
+        return self._executor
+
     def indexer(self) -> Indexer:
-        return Indexer(self.stores, self.llm, self.embedder, self.tokenizer, self.index_config, self.progress)
+        llm, embedder = self._index_models()
+        return Indexer(self.stores, llm, embedder, self.tokenizer, self.index_config, self.progress, self.executor)
+
+    def _index_models(self) -> tuple[CachedLLM, Embedder]:
+        """The models as the executor places them. A remote LLM gets a cache of
+        its own over the same store (same keys: its ``model_id`` is the model's)
+        and the same counters, so reports and progress read as in-process."""
+        if self.index_config.executor == "local":
+            return self.llm, self.embedder
+        if self._placed is None:
+            llm, embedder = self.executor.models(self.llm.llm, self.embedder)
+            cached = CachedLLM(llm, self.stores.llm_cache, self.index_config.llm_concurrency)
+            cached.stats = self.llm.stats
+            self._placed = cached, embedder
+        return self._placed
 
     # -- write side ------------------------------------------------------------
 
@@ -352,7 +382,7 @@ class RAG:
         missing = [p.as_posix() for p in inputs if isinstance(p, Path) and not os.path.lexists(p)]
         if missing:
             raise InputNotFoundError(missing)
-        loaded = load_documents(inputs, limits=self.settings.loaders)
+        loaded = load_documents(inputs, limits=self.settings.loaders, submit=self.executor.loader_submit())
         docs = loaded.documents
         await self.aopen()
         if principal is not None:
@@ -362,7 +392,8 @@ class RAG:
             # and out of what this insert counts as its own model calls; an
             # earlier attempt at these documents is taken up in it.
             with counting(None):
-                quiet = Indexer(self.stores, self.llm, self.embedder, self.tokenizer, self.index_config)
+                llm, embedder = self._index_models()
+                quiet = Indexer(self.stores, llm, embedder, self.tokenizer, self.index_config, executor=self.executor)
                 await quiet.recover(besides=ids)
             return InsertResult(loaded, await self.indexer().insert(docs, recover=ids))
         if access is not None:

@@ -91,6 +91,11 @@ class TiktokenTokenizer(ModelAdapter):
         self.name = f"tiktoken:{self.options.encoding}"
         self._checked = getattr(self._enc, "_pat_str", None) in _CHECKED_PATTERNS
 
+    def __reduce__(self):
+        # Pickled as its options (a Ray worker chunks with it): the other side
+        # builds the encoding from the shipped file, never from the network.
+        return type(self), (self.options.model_dump(),)
+
     def encode(self, text: str) -> list[int]:
         return self._enc.encode(text, disallowed_special=())
 

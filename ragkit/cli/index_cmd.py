@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from pathlib import Path
 
@@ -28,11 +29,11 @@ from ragkit.settings import load_settings
 
 
 async def _index(args: argparse.Namespace) -> dict:
-    settings = load_settings(args.config).settings
+    settings = _with_executor(load_settings(args.config).settings, args)
     rag = RAG(settings)
     from ragkit.pipeline.load import load_documents
 
-    loaded = load_documents(_as_paths(args.paths), limits=settings.loaders)
+    loaded = load_documents(_as_paths(args.paths), limits=settings.loaders, submit=rag.executor.loader_submit())
     access = _access(args)
     documents = [d.model_copy(update={"access": access}) for d in loaded.documents] if access else loaded.documents
     progress = ProgressLine(len(loaded.documents), lambda: rag._cached_llm.stats if rag._cached_llm else None)
@@ -59,6 +60,21 @@ async def _index(args: argparse.Namespace) -> dict:
         "status": counts,
         "graph": {"entities": nodes, "relations": edges},
     }
+
+
+def _with_executor(settings, args: argparse.Namespace):
+    """``--executor`` and ``--address`` over the ``[index]`` settings."""
+    executor, address = getattr(args, "executor", None), getattr(args, "address", None)
+    if address and (executor or settings.index.executor) != "ray":
+        from ragkit.errors import InvalidValueError
+
+        raise InvalidValueError("--address names a Ray cluster: use it with --executor ray")
+    index = settings.index
+    if executor:
+        index = index.model_copy(update={"executor": executor})
+    if address:
+        index = index.model_copy(update={"ray": index.ray.model_copy(update={"address": address})})
+    return settings if index is settings.index else settings.model_copy(update={"index": index})
 
 
 def _access(args: argparse.Namespace):
@@ -154,7 +170,10 @@ def run(args: argparse.Namespace) -> int:
         result = asyncio.run(_dry_run(args))
         print_json(result) if args.json else _print_dry_run(result)
         return exit_status(result["files"], {})
-    result = asyncio.run(_index(args))
+    # The run's stray prints (Ray's driver prints a retried task's notice to
+    # stdout) go to stderr: stdout holds the report alone, as --json promises.
+    with contextlib.redirect_stdout(sys.stderr):
+        result = asyncio.run(_index(args))
     if args.json:
         print_json(result)
     else:

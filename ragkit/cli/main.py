@@ -41,6 +41,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="only this user (repeatable) and the allowed groups may read these documents")
     p.add_argument("--allow-group", action="append", default=[], metavar="NAME",
                    help="only members of this group (repeatable) and the allowed users may read these documents")
+    p.add_argument("--executor", choices=["local", "ray"],
+                   help="where loading, chunking, LLM calls and embedding run (default: [index] executor, local); "
+                        "the merge and the writes stay here")
+    p.add_argument("--address", metavar="HOST:PORT",
+                   help="the Ray cluster to run on (with --executor ray; default: [index.ray] address, "
+                        "RAY_ADDRESS, else a Ray instance of this process's own)")
     p.set_defaults(run="ragkit.cli.index_cmd")
 
     p = sub.add_parser("export", help="export the graph and its sources (JSON, GraphML, CSV)")

@@ -45,6 +45,7 @@ from ragkit.core.pacing import Pacer, in_writer_thread
 from ragkit.core.stores import Stores, writes
 from ragkit.core.text import clean, record_problem
 from ragkit.errors import ExtractionError, public_message
+from ragkit.executors import Executor, LocalExecutor
 from ragkit.pipeline.chunk import get_chunker
 from ragkit.pipeline.edit_journal import finish_interrupted_edit
 from ragkit.pipeline.extract import ChunkExtraction, extract_chunk
@@ -117,10 +118,12 @@ class Indexer:
         tokenizer: Tokenizer,
         config: IndexConfig,
         progress: Progress | None = None,
+        executor: Executor | None = None,
     ) -> None:
         self.stores = stores
         self.llm = llm
         self.embedder = embedder
+        self.executor = executor or LocalExecutor()  # where chunking runs (the models come placed)
         self.tokenizer = tokenizer
         self.config = config
         self.chunker = get_chunker(config.chunker, tokenizer, config.chunk_size, config.chunk_overlap)
@@ -267,9 +270,7 @@ class Indexer:
                 async with self._large:
                     outcome.windowed_chunks = await self._windowed(doc, None)
                 return outcome
-            # In a worker thread: tiktoken encodes a large document in one
-            # call, which would hold the loop (it releases the GIL meanwhile).
-            outcome.chunks = await in_writer_thread(self.chunker.chunk, doc)
+            outcome.chunks = await self.executor.chunk(self.chunker, doc)
             if len(outcome.chunks) > self.config.window_chunks:
                 chunks, outcome.chunks = outcome.chunks, []
                 async with self._large:

@@ -51,6 +51,7 @@ Rules (decisions, in one place):
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
 from collections import Counter
@@ -68,6 +69,7 @@ from ragkit.pipeline.identity import SOURCE_PATH
 from ragkit.schema import Document
 
 RunLoader = Callable[[Loader, bytes, str], Loaded]
+SubmitLoader = Callable[[Loader, bytes, str], Callable[[], Loaded]]
 
 Outcome = Literal["loaded", "loaded_with_replacements", "loaded_with_warnings", "skipped", "failed"]
 
@@ -108,14 +110,20 @@ def load_documents(
     extensions: Collection[str] = TEXT_EXTENSIONS,
     limits: LoaderLimits | None = None,
     run: RunLoader | None = None,
+    submit: SubmitLoader | None = None,
 ) -> LoadReport:
     """Load every input; ``max_files`` caps how many files are read in total.
     ``limits``: the ``[loaders]`` bounds (default: their defaults). ``run(loader,
     data, name)`` reads one file's bytes with its loader, raising ``LoaderError``
-    for a file it cannot read (default: ``loader.load`` in this process)."""
+    for a file it cannot read (default: ``loader.load`` in this process).
+    ``submit(loader, data, name)`` instead starts that read and returns the wait
+    for it (an executor's workers read files in parallel, ``ragkit.executors``);
+    the report is the same, in input order, either way."""
     if max_files is not None and max_files < 0:
         raise ValueError(f"max_files must be >= 0, got {max_files}")
-    walker = _InputWalker(max_files, frozenset(e.lower() for e in extensions), limits or LoaderLimits(), run or _run)
+    walker = _InputWalker(
+        max_files, frozenset(e.lower() for e in extensions), limits or LoaderLimits(), submit or _here(run or _run)
+    )
     for n, item in enumerate(inputs, start=1):
         if isinstance(item, Document):
             walker.add_text(item.content, item.file_path or f"<document #{n}>", document=item)
@@ -125,7 +133,7 @@ def load_documents(
             walker.add_raw_text(item, f"<text #{n}>")
         else:
             walker.item(f"<input #{n}>", "failed", f"not a text, path or Document: {type(item).__name__}")
-    return walker.report
+    return walker.finish()
 
 
 # --- reading and decoding --------------------------------------------------------
@@ -174,14 +182,38 @@ def _run(loader: Loader, data: bytes, name: str) -> Loaded:
     return loader.load(data, name)
 
 
+def _here(run: RunLoader) -> SubmitLoader:
+    """``run`` as a submit: read at once; the wait gives the result or raises."""
+
+    def submit(loader: Loader, data: bytes, name: str) -> Callable[[], Loaded]:
+        try:
+            loaded = run(loader, data, name)
+        except Exception as exc:  # raised at the wait, where a remote read's error is
+            return functools.partial(_raise, exc)
+        return lambda: loaded
+
+    return submit
+
+
+def _raise(exc: Exception) -> Loaded:
+    raise exc
+
+
 class _InputWalker:
     """Walks the inputs (texts, files, folders) into documents and report items.
     It reads no file type itself: text goes to ``ragkit.loaders.text``, other
-    types to the loader that claims them (``ragkit.loaders``)."""
+    types to the loader that claims them (``ragkit.loaders``).
 
-    def __init__(self, max_files: int | None, extensions: frozenset[str], limits: LoaderLimits, run: RunLoader) -> None:
-        self.limits, self.run = limits, run
+    The walk records what to report as ``ops``, run in order by ``finish``: a
+    file read elsewhere (``submit``) is waited for there, so reads overlap
+    while the report keeps the inputs' order (duplicates included). Each op
+    adds one report item."""
+
+    def __init__(self, max_files: int | None, extensions: frozenset[str], limits: LoaderLimits,
+                 submit: SubmitLoader) -> None:
+        self.limits, self.submit = limits, submit
         self.report = LoadReport()
+        self.ops: list[Callable[[], None]] = []
         self.max_files = max_files
         self.extensions = extensions | loader_extensions()
         self.files_read = 0
@@ -190,7 +222,16 @@ class _InputWalker:
         self.dir_paths: dict[tuple[int, int], str] = {}
 
     def item(self, path: str, outcome: Outcome, message: str = "", doc_id: str | None = None, **sizes) -> None:
+        self.ops.append(functools.partial(self._item_now, path, outcome, message, doc_id, **sizes))
+
+    def _item_now(self, path: str, outcome: Outcome, message: str = "", doc_id: str | None = None, **sizes) -> None:
         self.report.items.append(LoadItem(printable_path(path), outcome, message, doc_id, **sizes))
+
+    def finish(self) -> LoadReport:
+        ops, self.ops = self.ops, []
+        for op in ops:
+            op()
+        return self.report
 
     @property
     def limit_reached(self) -> bool:
@@ -201,7 +242,10 @@ class _InputWalker:
 
     # -- documents --------------------------------------------------------------
 
-    def add_text(
+    def add_text(self, content: str, shown: str, **kwargs) -> None:
+        self.ops.append(functools.partial(self._text_now, content, shown, **kwargs))
+
+    def _text_now(
         self,
         content: str,
         shown: str,
@@ -216,7 +260,7 @@ class _InputWalker:
         if document is None:
             content = normalize_text(content)
         if not content.strip():
-            self.item(shown, "skipped", "empty" if not content else "empty (whitespace only)")
+            self._item_now(shown, "skipped", "empty" if not content else "empty (whitespace only)")
             return
         where = {SOURCE_PATH: Path(os.path.abspath(source)).as_posix()} if source is not None else {}
         if document is None:
@@ -226,11 +270,11 @@ class _InputWalker:
         first = self.doc_paths.get(document.id)
         if first is not None:
             why = "given more than once" if first == shown else f"duplicate: same content as {first}"
-            self.item(shown, "skipped", why, document.id)
+            self._item_now(shown, "skipped", why, document.id)
             return
         self.doc_paths[document.id] = shown
         self.report.documents.append(document)
-        self.item(shown, outcome, message, document.id, pages=pages, characters=len(document.content))
+        self._item_now(shown, outcome, message, document.id, pages=pages, characters=len(document.content))
 
     def add_raw_text(self, text: str, shown: str) -> None:
         try:
@@ -292,9 +336,12 @@ class _InputWalker:
             return
         held = [data]
         del data  # decode() drops the bytes once they are text
+        self._as_text(path, shown, held, note, self.add_text, self.item)
+
+    def _as_text(self, path: Path, shown: str, held: list[bytes], note: str, text: Callable, item: Callable) -> None:
         decoded = decode(held)
         if decoded.binary:
-            self.item(shown, "skipped", f"binary file: {decoded.binary}")
+            item(shown, "skipped", f"binary file: {decoded.binary}")
             return
         name = decoded.encoding.upper()
         if decoded.replaced:
@@ -304,41 +351,57 @@ class _InputWalker:
             outcome, message = "loaded", name + (" with byte order mark" if decoded.bom else "")
         if note:
             outcome, message = "loaded_with_warnings", f"{message}; {note}"
-        self.add_text(decoded.text, shown, file_path=shown, outcome=outcome, message=message, source=path)
+        text(decoded.text, shown, file_path=shown, outcome=outcome, message=message, source=path)
 
     def _add_loaded(self, path: Path, shown: str, data: bytes) -> str | None:
-        """Reads the file with the loader that claims it (``None``: done), or
-        says it is to be read as text (a note on why, or ``""``)."""
+        """Starts reading the file with the loader that claims it (``None``:
+        its op is queued), or says it is to be read as text (a note on why, or ``""``)."""
 
         loader = detect(shown, data)
         if loader is None:
             return ""
         try:
             loader.check_available()
-            loader.limits = self.limits
-            loaded = self.run(loader, data, path.name)
         except MissingDependency as exc:
             if path.suffix.lower() in TEXT_EXTENSIONS:  # HTML, CSV: still readable as text
                 return f"read as plain text: {exc}"
             self.item(shown, "failed", str(exc))
             return None
+        loader.limits = self.limits
+        try:
+            wait = self.submit(loader, data, path.name)
+        except Exception as exc:  # the executor could not take it: the file fails at its turn
+            wait = functools.partial(_raise, exc)
+        as_text = data if path.suffix.lower() in TEXT_EXTENSIONS else None  # kept for a late MissingDependency
+        self.ops.append(functools.partial(self._loaded_now, loader, wait, path, shown, as_text))
+        return None
+
+    def _loaded_now(self, loader: Loader, wait: Callable[[], Loaded], path: Path, shown: str,
+                    as_text: bytes | None) -> None:
+        try:
+            loaded = wait()
+        except MissingDependency as exc:
+            if as_text is not None:
+                self._as_text(path, shown, [as_text], f"read as plain text: {exc}", self._text_now, self._item_now)
+                return
+            self._item_now(shown, "failed", str(exc))
+            return
         except LoaderError as exc:
-            self.item(shown, "failed", f"{loader.name}: {exc}")
-            return None
+            self._item_now(shown, "failed", f"{loader.name}: {exc}")
+            return
         except Exception as exc:  # a loader plugin's bug fails its file, not the run
-            self.item(shown, "failed", f"loader {loader.name!r} failed: {type(exc).__name__}: {str(exc)[:200]}; "
-                                       "report it to the loader's authors")
-            return None
+            self._item_now(shown, "failed", f"loader {loader.name!r} failed: {type(exc).__name__}: {str(exc)[:200]}; "
+                                            "report it to the loader's authors")
+            return
         loaded.loader = loader.name
         document = loaded.document(shown)
         warned = bool(loaded.warnings)
-        self.add_text(loaded.text, shown, document=document, source=path,
-                      outcome="loaded_with_warnings" if warned else "loaded",
-                      message="; ".join(loaded.warnings) if warned else loader.name, pages=loaded.pages)
-        return None
+        self._text_now(loaded.text, shown, document=document, source=path,
+                       outcome="loaded_with_warnings" if warned else "loaded",
+                       message="; ".join(loaded.warnings) if warned else loader.name, pages=loaded.pages)
 
     def _add_folder(self, root: Path, shown_root: str) -> None:
-        items_before = len(self.report.items)
+        items_before = len(self.ops)
         unsupported: Counter[str] = Counter()
         stack: list[_Folder] = []
         self._enter(root, shown_root, (), stack)
@@ -383,7 +446,7 @@ class _InputWalker:
                 f"{sum(unsupported.values())} file(s) of unsupported types not loaded: {kinds}; "
                 f"loadable: {' '.join(sorted(self.extensions))}",
             )
-        elif len(self.report.items) == items_before:
+        elif len(self.ops) == items_before:
             self.item(shown_root, "skipped", "no files found (hidden files and folders are ignored)")
 
     def _enter(self, path: Path, shown: str, ancestors: tuple[tuple[int, int], ...], stack: list[_Folder]) -> None:

@@ -8,6 +8,8 @@ module imports none of them, so loading settings loads no part of the index side
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragkit.errors import ConfigError
@@ -57,8 +59,30 @@ class MergeConfig(BaseModel):
 
 
 
+class RayConfig(BaseModel):
+    """Where ``executor = "ray"`` sends the work (``ragkit.executors.ray_cluster``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    address: str | None = None
+    """The cluster's ``host:port`` (``ray start --head`` prints it), or ``auto``
+    for the one started on this machine; ``None``: ``RAY_ADDRESS`` when set,
+    else a Ray instance of this process's own (one machine)."""
+    model_workers: int | None = Field(default=None, ge=1)
+    """Model actors (each holds the LLM and embedder clients and serves
+    ``llm_concurrency`` calls at most, cluster-wide); ``None``: one per node
+    alive when the run starts."""
+
+
 class IndexConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    executor: Literal["local", "ray"] = "local"
+    """Where loading, chunking, LLM calls and embedding run: this process
+    (``local``), or the tasks and actors of a Ray cluster (``ray``: the
+    ``ragkit[ray]`` extra; ``ragkit.executors``). The merge and the store
+    writes stay in this process, under the workspace's writer lock, either way."""
+    ray: RayConfig = Field(default_factory=RayConfig)
 
     chunker: str = "token"
     chunk_size: int = Field(default=1200, ge=16)

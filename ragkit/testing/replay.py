@@ -39,6 +39,7 @@ import asyncio
 import functools
 import json
 import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, TypedDict
@@ -213,6 +214,10 @@ class ReplayLLMOptions(BaseModel):
     """Up to this many extra seconds, derived from the prompt so runs repeat exactly."""
     chunk_size: int = Field(default=64, ge=1)
     """Characters per streamed piece."""
+    call_log: Path | None = None
+    """A file each call appends to (``start`` and ``end`` lines with the
+    process id, the role, the request's LLM cache key and the time): what the processes of a Ray
+    run asked, for tests that kill them (tests/ray)."""
 
 
 class ReplayLLM(ModelAdapter):
@@ -271,6 +276,13 @@ class ReplayLLM(ModelAdapter):
         self.unknown_prompts += 1
         return COMPLETE_MARKER
 
+    def _log(self, event: str, request: ChatRequest) -> None:
+        if self.options.call_log is not None:
+            # One write of a short line with O_APPEND: lines of processes do not interleave.
+            line = f"{event} {os.getpid()} {request.role} {request.cache_key(self.model_id)} {time.time():.6f}\n"
+            with open(self.options.call_log, "a", encoding="utf-8") as log:
+                log.write(line)
+
     def _keywords(self, request: ChatRequest) -> str:
         """The data set's keyword rule, applied to the question in the prompt."""
         question = request.prompt.rpartition("Question:")[2].strip()
@@ -281,9 +293,11 @@ class ReplayLLM(ModelAdapter):
         delay = self.options.latency
         if self.options.jitter:
             delay += self.options.jitter * int(digest(request.prompt)[:8], 16) / 0xFFFFFFFF
+        self._log("start", request)
         if delay:
             await asyncio.sleep(delay)
         text = self.answer(request)
+        self._log("end", request)
         return Completion(
             text=text,
             usage=Usage(input_tokens=len(words(request.prompt)), output_tokens=len(words(text))),

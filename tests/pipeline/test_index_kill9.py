@@ -28,11 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from ragkit.pipeline.check import check
-from ragkit.backends import build_stores
 from ragkit.schema import LEGACY_DELETING_FLAG, DocStatus
 from ragkit.settings import Settings
-from ragkit.testing.snapshot import store_snapshot
+from ragkit.testing.snapshot import folder_snapshot
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
 
@@ -79,27 +77,9 @@ def finished(proc: subprocess.CompletedProcess | subprocess.Popen, stderr: str) 
 
 
 async def full_snapshot(workdir: Path, settings: Settings | None = None) -> dict:
-    """``store_snapshot`` plus what it leaves out: vectors and their metadata,
-    file paths, status records beyond the status, and the LLM cache; of the
-    embedded stores in ``workdir`` unless ``settings`` name others."""
-    stores = build_stores(settings or Settings(working_dir=workdir), 32)
-    await stores.open()
-    try:
-        snap = await store_snapshot(stores)
-        for name in ("chunk_vectors", "entity_vectors", "relation_vectors"):
-            store = getattr(stores, name)
-            ids = sorted([i async for i in store.ids()])
-            snap[name] = {r.id: (r.vector, r.metadata) for r in await store.get(ids) if r is not None}
-        paths = sorted([k async for k in stores.doc_paths.keys()])
-        snap["doc_paths"] = dict(zip(paths, await stores.doc_paths.get_many(paths)))
-        records = await stores.doc_status.get(list(snap["doc_status"]))
-        snap["doc_status"] = {r.id: (r.status.value, r.chunk_ids, r.metadata, r.error) for r in records if r}
-        keys = sorted([k async for k in stores.llm_cache.keys()])
-        snap["llm_cache"] = {k: v["role"] for k, v in zip(keys, await stores.llm_cache.get_many(keys)) if v}
-        snap["check_problems"] = [(p.kind, p.item) for p in (await check(stores)).problems]
-    finally:
-        await stores.close()
-    return snap
+    """``ragkit.testing.snapshot.full_snapshot`` of the embedded stores in
+    ``workdir``, unless ``settings`` name others."""
+    return await folder_snapshot(workdir, 32, settings)
 
 
 def extraction_keys(snap: dict) -> set[str]:

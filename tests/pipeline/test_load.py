@@ -510,3 +510,44 @@ def test_a_path_with_a_nul_character_fails_clearly():
         "a\\x00b.txt", "failed", "the path contains a NUL character, which no file name can hold"
     )
     assert [d.content for d in report.documents] == ["text"]
+
+
+def test_files_read_in_parallel_give_the_report_of_files_read_in_turn(tmp_path):
+    """``submit``: reads that finish in any order (a pool of threads, the
+    later files first) give the report and documents of ``run``, in input
+    order: duplicates, failures and skips included."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ragkit.testing.documents import corrupt, write_docx, write_pdf
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    page = [("h1", "Depot"), ("p", "Depot 4 ships spare parts north every week.")]
+    write_pdf(folder / "a.pdf", [page])
+    write_docx(folder / "b.docx", [page])
+    corrupt(write_pdf(folder / "c.pdf", [page]))
+    write(folder / "d.txt", "Notes about depot 5.")
+    write(folder / "e.pdf", (folder / "a.pdf").read_bytes())  # a duplicate of a.pdf
+    write(folder / "f.html", "<html><body><p>Depot 6 closes in May.</p></body></html>")
+    gate = threading.Event()  # the first file's read waits until the last one was submitted
+    submitted: list[str] = []
+
+    with ThreadPoolExecutor(4) as pool:
+        def read(loader, data, name):
+            if name == "a.pdf":
+                assert gate.wait(10)
+            return loader.load(data, name)
+
+        def submit(loader, data, name):
+            submitted.append(name)
+            if name == "f.html":
+                gate.set()
+            return pool.submit(read, loader, data, name).result
+
+        parallel = load_documents([folder], submit=submit)
+    in_turn = load_documents([folder])
+    assert gate.is_set() and len(submitted) == 5
+    assert parallel.items == in_turn.items
+    assert [d.model_dump() for d in parallel.documents] == [d.model_dump() for d in in_turn.documents]
+    assert [i.outcome for i in in_turn.items] == ["loaded", "loaded", "failed", "loaded", "skipped", "loaded"]
