@@ -26,6 +26,7 @@ document fails with the same message as in-process.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import deque
 import os
@@ -155,14 +156,14 @@ class RayExecutor:
 
     async def chunk(self, chunker: Chunker, doc: Document) -> list[Chunk]:
         self._actors()  # an insert is under way: its model actors start meanwhile
-        return await _unwrapped(_chunk_task().remote(chunker, doc))
+        return await _unwrapped(_remote(_chunk).remote(chunker, doc))
 
     def loader_submit(self) -> Callable[[Loader, bytes, str], Callable[[], Loaded]]:
         """Files read by tasks, at most two per cluster CPU at a time: the walk
         waits for the oldest before it sends more, so the driver holds a
         bounded number of files' bytes however many the inputs name."""
         self._connect()
-        task = _load_task()
+        task = _remote(_load)
         limit = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
         pending: deque = deque()
 
@@ -283,19 +284,10 @@ def _load(loader: Loader, data: bytes, name: str) -> Loaded:
     return loader.load(data, name)
 
 
-_tasks: dict[str, Any] = {}
-
-
-def _chunk_task() -> Any:
-    if "chunk" not in _tasks:
-        _tasks["chunk"] = ray.remote(_chunk).options(max_retries=FILE_RETRIES)
-    return _tasks["chunk"]
-
-
-def _load_task() -> Any:
-    if "load" not in _tasks:
-        _tasks["load"] = ray.remote(_load).options(max_retries=FILE_RETRIES)
-    return _tasks["load"]
+@functools.cache
+def _remote(fn: Callable) -> Any:
+    """``fn`` as a Ray task, retried when its worker dies (made once per process)."""
+    return ray.remote(fn).options(max_retries=FILE_RETRIES)
 
 
 async def _unwrapped(ref: Any) -> Any:

@@ -5,7 +5,6 @@ model actors, never in the server process, and the documents are indexed."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -15,12 +14,8 @@ import httpx
 from ray_runs import calls, env
 
 from ragkit.server.keys import KeyStore
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from ragkit.testing.jobs import wait_job
+from ragkit.testing.ray_cluster import free_port
 
 
 def test_a_server_ingestion_job_runs_its_model_calls_on_the_cluster(tmp_path, ray_cluster, corpus):
@@ -52,7 +47,7 @@ def test_a_server_ingestion_job_runs_its_model_calls_on_the_cluster(tmp_path, ra
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c:
             r = c.post("/w/default/documents/texts", json={"texts": texts})
             assert r.status_code == 202, r.text
-            job = _wait_job(c, r.json()["url"])
+            job = wait_job(c, r.json()["url"])
         assert job["state"] == "done" and len(job["processed"]) == 6, json.dumps(job)[:2000]
         actors = ray_cluster.model_worker_pids()  # the server's actors live until it closes the workspace
     finally:
@@ -62,14 +57,4 @@ def test_a_server_ingestion_job_runs_its_model_calls_on_the_cluster(tmp_path, ra
     answering = {pid for event, pid, role, _ in calls(log) if event == "end" and role == "extraction"}
     assert len([1 for e, _, role, _ in calls(log) if e == "end" and role == "extraction"]) == 6
     assert answering and server.pid not in answering and answering <= actors
-
-
-def _wait_job(c: httpx.Client, url: str, timeout: float = 120) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        job = c.get(url).json()
-        if job["state"] in ("done", "failed"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {url} did not finish")
 

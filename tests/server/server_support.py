@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 
 from ragkit.server.keys import KeyStore
+from ragkit.testing.jobs import wait_job  # noqa: F401 - the tests import it from here
 
 HERE = Path(__file__).resolve().parent
 LEAK_CANARY = "sk-canary-backend-secret-3f9a1c"
@@ -116,13 +117,3 @@ def make_keys(working_dir: Path) -> Keys:
 def client(server: Server, key: str | None) -> httpx.Client:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     return httpx.Client(base_url=server.url, headers=headers, timeout=60)
-
-
-def wait_job(c: httpx.Client, url: str, timeout: float = 120) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        job = c.get(url).json()
-        if job["state"] in ("done", "failed"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {url} did not finish: {job}")
