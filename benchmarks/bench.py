@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default="quality,throughput,aliases,ray,scale",
                    help="comma list of parts to run: quality, throughput, aliases (entity resolution), ray (the Ray "
                         "executor against the in-process one), scale "
-                        "(embedded, servers and PostgreSQL), scale-servers, scale-postgres")
+                        "(embedded, servers and PostgreSQL), scale-embedded, scale-servers, scale-postgres")
     p.add_argument("--update", action="store_true",
                    help="replace only the parts run in the existing results/<name>.json (its other parts, "
                         "settings and start time kept; the report lists the re-run)")
@@ -456,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
                "--latency", str(args.latency), "--jitter", str(args.jitter), "--concurrency", str(args.concurrency)])
         result["ray"] = read_json(work / "rk_ray.json")
 
-    if "scale" in parts:
+    if "scale" in parts or "scale-embedded" in parts:
         result["scale"] = scale_runs(r, rk, inputs, work, scales, "embedded", [], args)
     if "scale" in parts or "scale-servers" in parts:
         result.setdefault("scale", [])

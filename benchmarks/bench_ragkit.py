@@ -395,6 +395,9 @@ async def run_scale(args: argparse.Namespace) -> dict[str, Any]:
             for _ in range(args.warm_up):  # untimed: what a server settles or fills after a bulk load
                 await query_all(rag, questions, args, MODES, embedder)
             modes = await query_all(rag, questions, args, MODES, embedder)
+            stores = {kind: type(getattr(rag.stores, field)).name
+                      for kind, field in (("kv", "chunks"), ("vector", "chunk_vectors"), ("graph", "graph"),
+                                          ("doc_status", "doc_status"))}
         disk = sum(f.stat().st_size for f in Path(tmp).rglob("*") if f.is_file())
     for mode in modes.values():  # keep the report small: latency only
         mode.pop("questions")
@@ -404,6 +407,7 @@ async def run_scale(args: argparse.Namespace) -> dict[str, Any]:
         "chunks_per_s": round(report.chunks / wall, 1), "llm_calls": dict(report.llm["calls"]),
         "peak_rss_mib": peak_rss_mib(), "peak_rss_after_index_mib": rss_indexed,
         "rss_before_index_mib": rss_before, "disk_mib": round(disk / 2**20, 1), "warm_up_rounds": args.warm_up,
+        "stores": stores,
         **({"vacuum_s": vacuum_s} if vacuum_s is not None else {}), "modes": modes,
     }
 

@@ -520,8 +520,10 @@ def scale_section(res: dict, lines: list[str]) -> None:
         "`\" [k]\"` (in names, relation endpoints and descriptions), so each copy adds its own nodes and edges and "
         "the graph grows N-fold with the same shape. Zero-latency replay LLM, feature-hashing embedder, "
         "one document per passage; the same questions and keywords as in part 1 (the originals are copy 0). "
-        "Backends: `embedded` is SQLite (KV, doc status), numpy (vectors) and NetworkX (graph) in the working "
-        "folder; `servers` is Redis (KV, doc status), a Chroma server (vectors) and the Bolt server (graph, "
+        "Backends: `embedded` is SQLite (KV, doc status and, the default since 2026-12-05, the graph's node "
+        "and edge tables) and numpy (vectors) in the working folder; rows marked *NetworkX graph* were measured "
+        "before that, with the graph held in memory by NetworkX and saved as JSON (as were the embedded runs "
+        "behind the servers' ratios below, until those are re-run); `servers` is Redis (KV, doc status), a Chroma server (vectors) and the Bolt server (graph, "
         "FalkorDB standing in for Neo4j), all on loopback, started by the harness. Peak RSS is ragkit's own "
         "process (the servers' memory is not included). Query p50 in ms. " + warm_up_note(s),
         "",
@@ -536,7 +538,8 @@ def scale_section(res: dict, lines: list[str]) -> None:
             notes.append(f"{backend} ×{x['factor']}: {x['failed']}.")
             continue
         m = x["modes"]
-        rows.append([backend, f"×{x['factor']}", fmt(x["docs"]), fmt(x["index_s"], 1), fmt(x["chunks_per_s"], 1),
+        label = backend if backend != "embedded" or graph_store(x) == "sqlite" else "embedded, *NetworkX graph*"
+        rows.append([label, f"×{x['factor']}", fmt(x["docs"]), fmt(x["index_s"], 1), fmt(x["chunks_per_s"], 1),
                      fmt(x["peak_rss_mib"], 0), fmt(x["disk_mib"], 0) if backend == "embedded" else "on the servers"]
                     + [fmt(m[k]["latency"]["p50_ms"], 1) for k in MODES])
     lines += table(["backend", "corpus", "passages", "index (s)", "chunks/s", "peak RSS (MiB)", "disk (MiB)"]
@@ -551,8 +554,43 @@ def scale_section(res: dict, lines: list[str]) -> None:
             lines += [f"p50 servers / embedded at ×{x['factor']} (the embedded run just before it): " + ", ".join(
                 f"{k} {ratio(x['modes'][k]['latency']['p50_ms'], ref[k], 1)}" for k in MODES) + ".", ""]
     lines += target_verdict(servers, "servers")
+    lines += embedded_targets(s)
     lines += ["![scale](benchmarks/scale.png)", ""]
     postgres_scale_section(res, lines)
+
+
+def graph_store(run: dict) -> str:
+    """The graph store of a scale run (runs before the record existed: NetworkX, the default then)."""
+    return run.get("stores", {}).get("graph", "networkx")
+
+
+EMBEDDED_DISK_BEFORE_MIB = 4793
+"""Disk of the embedded stores at ×50 when issue 30 set its targets (2026-12-03)."""
+
+
+def embedded_targets(rows: list[dict]) -> list[str]:
+    """Issue 30's targets for the embedded stores, from the ×1 and ×50 rows of
+    the current stores: peak RSS at ×50 at most 2 GiB, disk at most half of
+    what it was, every mode's p50 at ×50 at most 3× its ×1 value, and index
+    time per passage at ×50 within 1.3× of ×1."""
+    by = {x["factor"]: x for x in rows if x.get("backend", "embedded") == "embedded" and "failed" not in x}
+    one, fifty = by.get(1), by.get(50)
+    if not one or not fifty or graph_store(one) != graph_store(fifty):
+        return []
+    def verdict(value: float, limit: float, unit: str = "", digits: int = 2) -> str:
+        return f"{fmt(value, digits)}{unit} (target ≤ {fmt(limit, digits)}{unit}: " + (
+            "met)" if value <= limit else f"missed by {ratio(value, limit)}×)")
+    per_passage = [x["index_s"] / x["docs"] for x in (one, fifty)]
+    growth = [f"{m} {verdict(fifty['modes'][m]['latency']['p50_ms'] / one['modes'][m]['latency']['p50_ms'], 3)}"
+              for m in MODES]
+    return [
+        "Targets for the embedded stores (issue 30), from the ×1 and ×50 rows above: "
+        f"peak RSS at ×50 {verdict(fifty['peak_rss_mib'], 2048, ' MiB', 0)}; "
+        f"disk at ×50 {verdict(fifty['disk_mib'], EMBEDDED_DISK_BEFORE_MIB / 2, ' MiB', 0)}; "
+        f"index time per passage ×50 / ×1 {verdict(per_passage[1] / per_passage[0], 1.3)}; "
+        "p50 ×50 / ×1: " + ", ".join(growth) + ".",
+        "",
+    ]
 
 
 def labelled_runs(name: str, results: Path = HERE / "results") -> list[tuple[str, dict]]:

@@ -27,7 +27,9 @@ def register_vector_stores(register):
 @hookimpl
 def register_graph_stores(register):
     from ragkit.storage.networkx_graph import NetworkXGraphStore
+    from ragkit.storage.sqlite_graph import SQLiteGraphStore
 
+    register(SQLiteGraphStore)
     register(NetworkXGraphStore)
 
 

@@ -118,7 +118,7 @@ class Settings(BaseModel):
     working_dir: Path = Path("ragkit_data")
     kv: BackendSettings = _backend("sqlite")
     vector: BackendSettings = _backend("numpy")
-    graph: BackendSettings = _backend("networkx")
+    graph: BackendSettings = _backend("sqlite")
     doc_status: BackendSettings = _backend("sqlite")
     llm: BackendSettings | None = None
     embedder: BackendSettings = _backend("hash")

@@ -25,7 +25,7 @@ from ragkit.cli.progress import ProgressLine
 from ragkit.core.text import shown_name
 from ragkit.offline import DefaultOfflineLLM, notice_once
 from ragkit.rag import RAG
-from ragkit.settings import load_settings
+from ragkit.settings import Settings, load_settings
 
 
 async def _index(args: argparse.Namespace) -> dict:
@@ -96,7 +96,8 @@ def _as_paths(args: list[str]) -> list[Path | str]:
     return [Path(arg) if arg.strip() else arg for arg in args]
 
 
-EMBEDDED = {"kv": "sqlite", "vector": "numpy", "graph": "networkx", "doc_status": "sqlite"}
+EMBEDDED = {kind: getattr(Settings(), kind).name for kind in ("kv", "vector", "graph", "doc_status")}
+"""The embedded default stores, which keep nothing until a workspace folder exists."""
 
 
 async def _dry_run(args: argparse.Namespace) -> dict:

@@ -206,7 +206,7 @@ def parts(stores: Stores) -> list[_Part]:
 
 
 def describe(stores: Stores) -> str:
-    """``workspace W on kv=sqlite, vector=numpy, graph=networkx, doc_status=sqlite``."""
+    """``workspace W on kv=sqlite, vector=numpy, graph=sqlite, doc_status=sqlite``."""
     backends = {"kv": stores.chunks, "vector": stores.chunk_vectors, "graph": stores.graph, "doc_status": stores.doc_status}
     names = ", ".join(f"{kind}={type(s).name or type(s).__name__}" for kind, s in backends.items())
     return f"workspace {stores.doc_status.workspace!r} on {names}"

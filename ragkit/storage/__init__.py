@@ -5,10 +5,13 @@ class                  name        on disk
 =====================  ==========  ===============================================
 SQLiteKVStore          sqlite      ``<working_dir>/<workspace>/ragkit.sqlite``
 SQLiteDocStatusStore   sqlite      same file, its own table
+SQLiteGraphStore       sqlite      same file, its tables ``graph_nodes`` and
+                                   ``graph_edges`` (the default graph store)
 NumpyVectorStore       numpy       ``<working_dir>/<workspace>/vectors/<ns>.npz``
                                    and ``<ns>.npz.journal``
 NetworkXGraphStore     networkx    ``<working_dir>/<workspace>/graph/<ns>.json``
-                                   and ``<ns>.json.journal``
+                                   and ``<ns>.json.journal`` (the default graph
+                                   store before SQLiteGraphStore; kept by choice)
 =====================  ==========  ===============================================
 
 The two in-memory stores write a snapshot plus an append-only journal of what
@@ -19,11 +22,13 @@ the journal outgrows it and at ``close()``.
 from ragkit.storage.networkx_graph import NetworkXGraphStore
 from ragkit.storage.numpy_vectors import NumpyVectorStore
 from ragkit.storage.sqlite_doc_status import SQLiteDocStatusStore
+from ragkit.storage.sqlite_graph import SQLiteGraphStore
 from ragkit.storage.sqlite_kv import SQLiteKVStore
 
 __all__ = [
     "NetworkXGraphStore",
     "NumpyVectorStore",
     "SQLiteDocStatusStore",
+    "SQLiteGraphStore",
     "SQLiteKVStore",
 ]

@@ -20,7 +20,7 @@ def test_defaults_select_embedded_backends():
     loaded = load_settings(env={})
     s = loaded.settings
     assert (s.kv.name, s.vector.name, s.graph.name, s.doc_status.name) == (
-        "sqlite", "numpy", "networkx", "sqlite",
+        "sqlite", "numpy", "sqlite", "sqlite",
     )
     assert loaded.sources["kv.name"] == "default"
 

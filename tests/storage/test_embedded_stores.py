@@ -31,6 +31,7 @@ from ragkit.storage import (
     NetworkXGraphStore,
     NumpyVectorStore,
     SQLiteDocStatusStore,
+    SQLiteGraphStore,
     SQLiteKVStore,
 )
 from ragkit.storage import snapshot_journal as journal_file
@@ -58,7 +59,7 @@ def rand(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
 
 # --- shared behaviour of the four classes --------------------------------------------
 
-KINDS = ["kv", "doc_status", "vector", "graph"]
+KINDS = ["kv", "doc_status", "vector", "graph", "sqlite_graph"]
 
 
 def make(kind: str, tmp_path: Path, namespace: str = "ns", workspace: str = "w1"):
@@ -68,6 +69,8 @@ def make(kind: str, tmp_path: Path, namespace: str = "ns", workspace: str = "w1"
         return SQLiteDocStatusStore(cfg(tmp_path, namespace, workspace))
     if kind == "vector":
         return NumpyVectorStore(vcfg(tmp_path, namespace, workspace))
+    if kind == "sqlite_graph":
+        return SQLiteGraphStore(cfg(tmp_path, namespace, workspace))
     return NetworkXGraphStore(cfg(tmp_path, namespace, workspace))
 
 
@@ -83,7 +86,7 @@ async def write_one(store, key: str) -> None:
 
 
 async def size(store) -> int:
-    if isinstance(store, NetworkXGraphStore):
+    if isinstance(store, (NetworkXGraphStore, SQLiteGraphStore)):
         return await store.node_count()
     return await store.count()
 
@@ -100,6 +103,7 @@ def test_names_and_capabilities():
         Capability.CONCURRENT_WRITES,
     }
     assert NetworkXGraphStore.capabilities == {Capability.PERSISTENT, Capability.CONCURRENT_WRITES}
+    assert SQLiteGraphStore.name == "sqlite" and SQLiteGraphStore.capabilities == sql
 
 
 @pytest.mark.parametrize("kind", KINDS)
