@@ -128,3 +128,33 @@ async def test_a_default_workspace_keeps_its_graph_in_the_database_file(tmp_path
     db = sqlite3.connect(tmp_path / "default" / "ragkit.sqlite")
     assert db.execute("SELECT count(*) FROM graph_nodes").fetchone()[0] > 0
     db.close()
+
+
+async def test_keyed_reads_and_writes_search_an_index_and_never_scan(tmp_path):
+    """Every statement of a keyed operation finds its rows through an index
+    by their key, not by the workspace's whole range: SQLite's planner, with
+    no statistics, picked the primary key's (workspace, namespace) prefix for
+    reads by an edge's second end (a scan of every edge of the graph)."""
+    async with SQLiteGraphStore(cfg(tmp_path)) as store:
+        await store.upsert_edges([(f"n{i}", f"n{i + 1}", {"i": i}) for i in range(50)] + [("n7", "n7", {})])
+        statements: list[str] = []
+        store.db._conn.set_trace_callback(statements.append)
+        await store.upsert_nodes({"n3": {"x": 1}, "new": {}})
+        await store.upsert_edges([("n1", "n2", {"again": True}), ("n9", "z", {})])
+        await store.get_nodes(["n1", "n2", "missing"])
+        await store.get_edges([("n2", "n1"), ("n5", "n6"), ("n1", "n9")])
+        await store.nodes_edges(["n4", "n7", "missing"])
+        await store.degrees(["n4", "n7", "missing"])
+        await store.context(["n8", "n20"], [("n30", "n31")], incident=True)
+        await store.context(["n8"], [("n30", "n31")], incident=False)
+        await store.delete_edges([("n10", "n11"), ("n12", "n13")])
+        await store.delete_nodes(["n40", "n41", "missing"])
+        store.db._conn.set_trace_callback(None)
+        plans = {}
+        for sql in dict.fromkeys(s for s in statements if s.split()[0] in ("SELECT", "WITH", "DELETE", "UPDATE")):
+            plans[sql] = [row[-1] for row in store.db.fetchall("EXPLAIN QUERY PLAN " + sql)]
+    assert len(plans) >= 8
+    for sql, plan in plans.items():
+        for step in plan:
+            if "graph_" in step or " e " in f" {step} ":
+                assert step.startswith("SEARCH") and not step.endswith("(workspace=? AND namespace=?)"), (sql, plan)
