@@ -39,7 +39,7 @@ import json
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from ragkit.protocols.graph import EdgeKey, GraphContext, GraphStore, edge_key
 from ragkit.schema import Edge, Node
