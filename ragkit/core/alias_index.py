@@ -10,6 +10,12 @@ links are a function of the set of entity keys alone, so an update adds the
 links of new keys and removes those of keys that are gone, and the result is
 what a fresh index of the remaining documents holds (tested).
 
+A pair is linked when the rules (or the check) say so and its two keys share
+a block of ``CAP`` keys or fewer: still a function of the set of keys, and
+each new key costs at most ``CAP`` comparisons per block, whatever the size of
+the workspace. A block that grows past ``CAP`` drops the links no other block
+keeps; one that shrinks back compares its pairs once.
+
 Storage, in the ``aliases`` KV namespace (derived: rebuilt from the graph by
 ``rebuild``):
 
@@ -24,6 +30,7 @@ rules link and a user said is two entities (``ragkit graph aliases --split``).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -35,6 +42,13 @@ from ragkit.protocols import KVStore
 _BLOCK = "block:"
 _LINKS = "links:"
 _SEP = "\x1f"
+CAP = 128
+"""The most keys a block compares. A block holds the names that share a core,
+an acronym, or a first initial and a last word; on MuSiQue (19,138 entity
+keys, 44,103 blocks) the largest holds 90. A block much larger is a word too
+common to tell aliases by (a number, a title), and comparing each new key with
+all of it made indexing quadratic: the synthetic copies of the scale benchmark,
+whose names all end in the copy's number, spent a third of their time there."""
 
 
 @dataclass(frozen=True)
@@ -57,29 +71,48 @@ Check = Callable[[list[tuple[str, str, str]]], Awaitable[set[tuple[str, str]]]]
 the model check of the pairs the name rules call ``MAYBE`` (``core/alias_check.py``)."""
 
 
+@dataclass(frozen=True)
+class _Placed:
+    """An update's blocks in memory (``AliasIndex._place``)."""
+
+    verdicts: dict[tuple[str, str], tuple[str, str]]
+    """The rules' verdict of each pair to decide (pairs they do not link left out)."""
+    postings: dict[str, set[str]]
+    """Each block the update touches, after it."""
+    before: dict[str, set[str]]
+    """The same blocks as stored."""
+    closed: set[str]
+    """The blocks that grew past ``cap`` keys."""
+
+
 class AliasIndex:
     """The links and blocks of one workspace (``aliases``) and its splits (``alias_splits``)."""
 
-    def __init__(self, store: KVStore, splits: KVStore, check: Check | None = None) -> None:
+    def __init__(self, store: KVStore, splits: KVStore, check: Check | None = None, *, cap: int = CAP) -> None:
         self.store = store
         self.splits = splits
         self.check = check
         """Decides the ``MAYBE`` pairs; ``None``: they stay unlinked."""
+        self.cap = cap
+        """A pair is linked while its keys share a block of this many keys or fewer."""
 
     async def update(self, present: Iterable[str], removed: Iterable[str], *, ask: Iterable[str] = ()) -> int:
         """Links for the entity keys ``present`` (new or still there: adding a
         key twice changes nothing) and none for ``removed``. Returns how many
-        link records were written or deleted. The check is asked about the
-        pairs of a key new to the blocks (or in ``ask``) only: a pair of two
-        keys already there was decided when the second came, and a verdict
-        reads the names alone, so it stands (its link, if any, is kept)."""
+        link records were written or deleted. A key is compared with the
+        others of a block when it is new to the block (or in ``ask``), and the
+        check is asked about those pairs only: a pair of two keys already there
+        was decided when the second came, and a verdict reads the names alone,
+        so it stands (its link, if any, is kept)."""
         gone = set(removed)
         here = [k for k in dict.fromkeys(present) if k not in gone]
         if not here and not gone:
             return 0
-        candidates, new, postings = await self._place(here, gone)
-        pairs = await self._decide(candidates, new | set(ask))
-        links = await self._links({*here, *gone, *(k for pair in pairs for k in pair)})
+        placed = await self._place(here, gone, set(ask))
+        pairs = await self._decide(placed.verdicts)
+        unlinked = await self._unjustified(placed)
+        touched = {*here, *gone, *(k for pair in [*pairs, *unlinked] for k in pair)}
+        links = await self._links(touched)
         # A gone key's partners (read too, they may be in no block read here) forget it.
         links.update(await self._links({o for k in gone for o in links[k]} - links.keys()))
         stored = {k: dict(v) for k, v in links.items()}
@@ -87,46 +120,70 @@ class AliasIndex:
             for other in links[key]:
                 links[other].pop(key, None)
             links[key] = {}
+        for a, b in unlinked:
+            links[a].pop(b, None)
+            links[b].pop(a, None)
         for (a, b), why in pairs.items():
             links[a][b] = links[b][a] = why
         written = await self._write_links({k: v for k, v in links.items() if v != stored[k]})
         # The blocks last: an update cut short before them finds its keys new
         # again, and asks the check about their pairs again (from the cache).
-        await self._write_postings(*postings)
+        await self._write_postings(placed.postings, placed.before)
         return written
 
-    async def _place(self, here: list[str], gone: set[str]) -> tuple[dict, set[str], tuple[dict, dict]]:
+    async def _place(self, here: list[str], gone: set[str], ask: set[str]) -> _Placed:
         """Take ``gone`` out of its blocks and put ``here`` in its own (in
-        memory); the verdict of each pair of ``here`` and a key that shares a
-        block with it, the keys of ``here`` that were in no block before, and
-        the blocks (after, before) to write."""
+        memory), and the verdicts of the pairs to decide: a key and the others
+        of a block it is new to (or of each of its blocks, for ``ask``), and
+        every pair of a block that shrank back to ``cap`` keys (never compared
+        while it was larger). A block over ``cap`` compares nothing."""
         own = {k: blocks(read(k)) for k in [*here, *gone]}
         postings = await self._postings({b for bs in own.values() for b in bs})
         before = {b: set(keys) for b, keys in postings.items()}
-        new = {k for k in here if not any(k in before[b] for b in own[k])}
         for key in gone:
             for b in own[key]:
                 postings[b].discard(key)
         for key in here:
             for b in own[key]:
                 postings[b].add(key)
-        verdicts: dict[tuple[str, str], tuple[str, str]] = {}
+        small = {b for b, keys in postings.items() if len(keys) <= self.cap}
+        reopened = {b for b in small if len(before[b]) > self.cap}
+        pairs: set[tuple[str, str]] = set()
         for key in here:
-            for other in {c for b in own[key] for c in postings[b] if c != key}:
-                pair = (key, other) if key < other else (other, key)
-                if pair not in verdicts and (verdict := match(read(pair[0]), read(pair[1]))):
-                    verdicts[pair] = verdict
-        return verdicts, new, (postings, before)
+            for b in own[key] & small:
+                if key in ask or key not in before[b]:
+                    pairs.update((key, o) if key < o else (o, key) for o in postings[b] if o != key)
+        for b in reopened:
+            pairs.update(itertools.combinations(sorted(postings[b]), 2))
+        verdicts = {p: v for p in pairs if (v := match(read(p[0]), read(p[1])))}
+        closed = {b for b in postings.keys() - small if len(before[b]) <= self.cap}
+        return _Placed(verdicts, postings, before, closed)
 
-    async def _decide(self, verdicts: Mapping[tuple[str, str], tuple[str, str]], new: set[str]
-                      ) -> dict[tuple[str, str], str]:
+    async def _unjustified(self, placed: _Placed) -> set[tuple[str, str]]:
+        """The links that a block grown past ``cap`` kept and no other block
+        keeps: a link stands while its two keys share a block of ``cap`` keys
+        or fewer, so the links stay a function of the set of keys."""
+        members = {k for b in placed.closed for k in placed.postings[b]}
+        if not members:
+            return set()
+        links = await self._links(members)
+        suspects = {(a, b) if a < b else (b, a)
+                    for block in placed.closed for a in placed.postings[block] for b in links[a]
+                    if b in placed.postings[block]}
+        own = {k: blocks(read(k)) for pair in suspects for k in pair}
+        shared = {pair: own[pair[0]] & own[pair[1]] for pair in suspects}
+        sizes = {b: len(keys) for b, keys in placed.postings.items()}
+        unread = {b for bs in shared.values() for b in bs} - sizes.keys()
+        sizes.update({b: len(keys) for b, keys in (await self._postings(unread)).items()})
+        return {pair for pair, bs in shared.items() if all(sizes[b] > self.cap for b in bs)}
+
+    async def _decide(self, verdicts: Mapping[tuple[str, str], tuple[str, str]]) -> dict[tuple[str, str], str]:
         """The pairs to link, with why: the rules' ``SAME``, and the ``MAYBE``
-        of a ``new`` key the check says are one entity; never a pair a user split."""
+        the check says are one entity; never a pair a user split."""
         refused = await self._split_pairs(verdicts)
         open_pairs = {p: v for p, v in verdicts.items() if split_key(*p) not in refused}
         linked = {p: why for p, (sure, why) in open_pairs.items() if sure == SAME}
-        unsure = sorted((a, b, why) for (a, b), (sure, why) in open_pairs.items()
-                        if sure == MAYBE and (a in new or b in new))
+        unsure = sorted((a, b, why) for (a, b), (sure, why) in open_pairs.items() if sure == MAYBE)
         if self.check is not None and unsure:
             confirmed = await self.check(unsure)
             linked.update({(a, b): f"{why}, checked" for a, b, why in unsure if (a, b) in confirmed})
