@@ -21,19 +21,35 @@ hundreds of thousands of objects in one C call that holds the GIL for its
 whole length (measured: 1.3 s at 50 documents x 200 chunks, on the loop).
 ``release`` empties such a container an item at a time instead, paced
 (``ragkit.core.pacing``), so the freeing happens in slices.
+
+What is freed is not given back: glibc's allocator keeps the free blocks of
+its heaps for reuse, and a heap whose free blocks lie between blocks in use
+never shrinks. After indexing ×3 of the scale benchmark, 229 of the 414 MiB
+of the C heap were free and held (``mallinfo2``): peak RSS 808 MiB, and 628
+MiB when ``malloc_trim`` ran every second, which returns the free pages
+inside the heap too. ``give_back`` does that after each committed batch.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
+import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from functools import lru_cache
 from typing import Any
 
 from ragkit.core.pacing import Pacer
 
-__all__ = ["freezing_survivors", "release", "thaw"]
+__all__ = ["freezing_survivors", "give_back", "release", "thaw"]
+
+GIVE_BACK_EVERY = 1.0
+"""Seconds between two ``malloc_trim`` calls at most: a call walks the free
+blocks of every heap (milliseconds for hundreds of MiB)."""
+_last_give_back = -GIVE_BACK_EVERY
 
 
 _holders = 0
@@ -79,3 +95,30 @@ async def release(*containers: list[Any] | dict[Any, Any] | set[Any], pace: Pace
             pop()  # an item at a time: one may be large (a document's extractions)
             if pace.due():
                 await pace()
+
+
+@lru_cache(maxsize=1)
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or ``None`` where there is none (macOS,
+    Windows, musl): there the allocator's own policy stands."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        trim = ctypes.CDLL(None).malloc_trim  # the process's own C library
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
+
+
+def give_back(every: float = GIVE_BACK_EVERY) -> bool:
+    """Return the free pages of the C heaps to the system, at most once per
+    ``every`` seconds; True if it ran. The call releases the GIL (ctypes)."""
+    global _last_give_back
+    trim = _malloc_trim()
+    now = time.monotonic()
+    if trim is None or now - _last_give_back < every:
+        return False
+    _last_give_back = now
+    trim(0)
+    return True

@@ -1,10 +1,14 @@
 """The writer's GC policy: survivors of a full pass are frozen only while a
 writer holds it, the hook goes away with the last holder, and thaw gives the
-objects back; ``release`` frees a container in slices (``ragkit.core.heap``)."""
+objects back; ``release`` frees a container in slices, and ``give_back``
+returns the freed pages to the system (``ragkit.core.heap``)."""
 
 import asyncio
 import gc
+import sys
 import weakref
+
+import pytest
 
 from ragkit.core import heap
 from ragkit.core.pacing import Pacer
@@ -63,3 +67,24 @@ async def test_release_frees_in_slices_with_the_loop_running_between():
     assert not items and not table and not bag
     assert all(r() is None for r in refs)
     assert seen[0] == 300 and any(0 < n < 300 for n in seen), seen
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc_trim is glibc's (the allocator elsewhere keeps its own policy)")
+def test_give_back_returns_the_free_pages_between_blocks_in_use():
+    """90 MiB freed between blocks still in use stay in the process until
+    ``give_back``: the heap cannot shrink from its top."""
+    assert heap._malloc_trim() is not None, "glibc without malloc_trim: the indexer's memory is not given back"
+    blocks = [bytearray(2048) for _ in range(50_000)]  # past pymalloc's 512 bytes: glibc's heap
+    kept = blocks[::10]
+    del blocks
+    before = _rss_mib()
+    assert heap.give_back(every=0.0)
+    after = _rss_mib()
+    assert before - after > 40, (before, after)
+    assert not heap.give_back(every=3600.0)  # at most once per period
+    assert len(kept) == 5_000
