@@ -64,8 +64,8 @@ demo-run:
 # Adapters and backend combinations the tests must run: unreachable or missing
 # is a failure, not a skip (tests/contract/conftest.py, tests/integration/
 # test_backend_matrix.py). Override with RAGKIT_CONTRACT_REQUIRE= to let them skip.
-RAGKIT_CONTRACT_REQUIRE ?= kv:sqlite,vector:numpy,graph:sqlite,graph:networkx,doc_status:sqlite,llm:scripted,llm:offline,embedder:hash,reranker:overlap,embedder:sentence-transformers,reranker:cross-encoder,llm:openai,embedder:openai,llm:ollama,embedder:ollama,reranker:rerank-api,vector:chroma,vector:chroma-http,vector:qdrant,graph:neo4j,kv:redis,doc_status:redis,kv:postgres,vector:postgres,graph:postgres,doc_status:postgres
-RAGKIT_MATRIX_REQUIRE ?= embedded,servers,mixed,postgres
+RAGKIT_CONTRACT_REQUIRE ?= kv:sqlite,vector:numpy,vector:usearch,graph:sqlite,graph:networkx,doc_status:sqlite,llm:scripted,llm:offline,embedder:hash,reranker:overlap,embedder:sentence-transformers,reranker:cross-encoder,llm:openai,embedder:openai,llm:ollama,embedder:ollama,reranker:rerank-api,vector:chroma,vector:chroma-http,vector:qdrant,graph:neo4j,kv:redis,doc_status:redis,kv:postgres,vector:postgres,graph:postgres,doc_status:postgres
+RAGKIT_MATRIX_REQUIRE ?= embedded,servers,mixed,postgres,usearch
 
 # scripts/test-services starts Redis, the Bolt stand-in, a Chroma server and
 # PostgreSQL with pgvector on free loopback ports (or uses yours:

@@ -20,8 +20,10 @@ def register_doc_status_stores(register):
 @hookimpl
 def register_vector_stores(register):
     from ragkit.storage.numpy_vectors import NumpyVectorStore
+    from ragkit.storage.usearch_vectors import USearchVectorStore
 
     register(NumpyVectorStore)
+    register(USearchVectorStore)
 
 
 @hookimpl

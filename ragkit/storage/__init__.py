@@ -8,7 +8,11 @@ SQLiteDocStatusStore   sqlite      same file, its own table
 SQLiteGraphStore       sqlite      same file, its tables ``graph_nodes`` and
                                    ``graph_edges`` (the default graph store)
 NumpyVectorStore       numpy       ``<working_dir>/<workspace>/vectors/<ns>.npz``
-                                   and ``<ns>.npz.journal``
+                                   and ``<ns>.npz.journal`` (the default vector store)
+USearchVectorStore     usearch     the SQLite file, its tables ``vectors``,
+                                   ``vectors_gone`` and ``vectors_state``; the
+                                   search graph cached in ``vectors/`` (for
+                                   large workspaces: not held whole in memory)
 NetworkXGraphStore     networkx    ``<working_dir>/<workspace>/graph/<ns>.json``
                                    and ``<ns>.json.journal`` (the default graph
                                    store before SQLiteGraphStore; kept by choice)
@@ -24,6 +28,7 @@ from ragkit.storage.numpy_vectors import NumpyVectorStore
 from ragkit.storage.sqlite_doc_status import SQLiteDocStatusStore
 from ragkit.storage.sqlite_graph import SQLiteGraphStore
 from ragkit.storage.sqlite_kv import SQLiteKVStore
+from ragkit.storage.usearch_vectors import USearchVectorStore  # usearch itself loads on first use
 
 __all__ = [
     "NetworkXGraphStore",
@@ -31,4 +36,5 @@ __all__ = [
     "SQLiteDocStatusStore",
     "SQLiteGraphStore",
     "SQLiteKVStore",
+    "USearchVectorStore",
 ]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sqlite3
 import threading
 import time
@@ -71,6 +72,26 @@ def database_path(config: StoreConfig, options: SQLiteOptions) -> Path:
         path = Path(options.path).expanduser()
         return path if path.is_absolute() else Path(config.working_dir) / path
     return Path(config.working_dir) / config.workspace / DB_FILENAME
+
+
+def key_bytes(text: str) -> bytes:
+    """A key as UTF-8 bytes, lone surrogates passed through (an LLM's names may
+    hold anything a ``str`` can): SQLite compares BLOBs by their bytes, which
+    is code point order, the order of Python's ``str`` comparison."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def key_text(data: bytes) -> str:
+    return bytes(data).decode("utf-8", "surrogatepass")
+
+
+def json_bytes(value: Any) -> bytes:
+    """Compact JSON as UTF-8 bytes (surrogates passed through, no NaN)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+
+
+def json_value(data: bytes) -> Any:
+    return json.loads(bytes(data).decode("utf-8", "surrogatepass"))
 
 
 def chunked(items: Sequence[Any], size: int = MAX_PARAMS) -> Iterator[Sequence[Any]]:

@@ -35,7 +35,6 @@ longer read.
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -44,6 +43,10 @@ from typing import Any
 from ragkit.protocols.graph import EdgeKey, GraphContext, GraphStore, edge_key
 from ragkit.schema import Edge, Node
 from ragkit.storage._sqlite import MAX_PARAMS, SQLiteStore, chunked
+from ragkit.storage._sqlite import json_bytes as _dumps
+from ragkit.storage._sqlite import json_value as _loads
+from ragkit.storage._sqlite import key_bytes as _id
+from ragkit.storage._sqlite import key_text as _str
 from ragkit.storage.networkx_graph import NetworkXGraphStore
 
 log = logging.getLogger(__name__)
@@ -58,22 +61,6 @@ scanned the primary key's (workspace, namespace) prefix instead, 1.6 ms against
 0.09 for 40 ids and 18 ms against 0.3 for 90 pairs at 16,513 edges. The index
 now also covers ``a``; named, the choice cannot drift
 (``tests/storage/test_sqlite_graph.py`` checks every keyed statement's plan)."""
-
-
-def _id(n: str) -> bytes:
-    return n.encode("utf-8", "surrogatepass")
-
-
-def _str(b: bytes) -> str:
-    return bytes(b).decode("utf-8", "surrogatepass")
-
-
-def _dumps(props: dict[str, Any]) -> bytes:
-    return json.dumps(props, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
-
-
-def _loads(data: bytes) -> dict[str, Any]:
-    return json.loads(bytes(data).decode("utf-8", "surrogatepass"))
 
 
 _TRIGGERS = [

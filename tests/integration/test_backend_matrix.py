@@ -2,7 +2,7 @@
 embedded defaults: the same graph (nodes, edges, properties and sources), the
 same ids in every store and the same retrieved chunks for every question and mode.
 
-Combinations: ``RAGKIT_MATRIX=embedded,servers,mixed,postgres`` (default: all) selects;
+Combinations: ``RAGKIT_MATRIX=embedded,servers,mixed,postgres,usearch`` (default: all) selects;
 ``RAGKIT_MATRIX_REQUIRE`` lists those that must run: for them an unreachable
 server is a failure, not a skip (CI sets it). Server addresses come from each
 adapter's contract options (``RAGKIT_REDIS_URL``, ``RAGKIT_CHROMA_URL``,
@@ -36,6 +36,7 @@ COMBOS: dict[str, dict[str, str]] = {
     "servers": {"kv": "redis", "doc_status": "redis", "vector": "chroma-http", "graph": "neo4j"},
     "mixed": {"kv": "sqlite", "vector": "qdrant", "graph": "networkx"},
     "postgres": {"kv": "postgres", "doc_status": "postgres", "vector": "postgres", "graph": "postgres"},
+    "usearch": {"vector": "usearch"},
 }
 MODES = ["local", "global", "hybrid", "naive", "mix", "ppr"]
 EXACT = {
