@@ -136,6 +136,7 @@ def scale_runs(r: Runner, rk: list, inputs: Path, work: Path, factors: list[int]
 
 
 _BACKENDS = ["embedded", "servers", "postgres"]
+_SCALES = {"embedded": "scales", "servers": "server_scales", "postgres": "postgres_scales"}
 
 
 def updated(old: dict[str, Any], new: dict[str, Any], parts: set[str]) -> dict[str, Any]:
@@ -152,9 +153,11 @@ def updated(old: dict[str, Any], new: dict[str, Any], parts: set[str]) -> dict[s
             kept = [x for x in old.get("scale", []) if (x.get("backend", "embedded"), x["factor"]) not in again]
             out["scale"] = sorted(kept + new["scale"], key=lambda x: (_BACKENDS.index(x.get("backend", "embedded")),
                                                                    x["factor"]))
-    if "postgres" in {x.get("backend") for x in new.get("scale", [])}:
-        done = set(old.get("settings", {}).get("postgres_scales", [])) | set(new["settings"]["postgres_scales"])
-        out["settings"] = {**old.get("settings", {}), "postgres_scales": sorted(done)}
+    for backend in {x.get("backend", "embedded") for x in new.get("scale", [])}:
+        field = _SCALES[backend]  # the factors of the table: a re-run may add one (x100)
+        kept = set() if "scale" in parts else set(old.get("settings", {}).get(field, []))
+        done = kept | set(new["settings"][field])
+        out["settings"] = {**out.get("settings", old.get("settings", {})), field: sorted(done)}
     out["steps"] = old.get("steps", []) + new["steps"]
     out["reruns"] = old.get("reruns", []) + [{
         "parts": sorted(parts), "started_at": new["started_at"], "command": new["command"],
