@@ -182,7 +182,7 @@ class USearchVectorStore(SQLiteStore, VectorStore):
 
     def _load(self) -> None:
         state = self._state()
-        rows = self.db.fetchone(f"SELECT count(*) {self._where()}", self._scope)[0]
+        rows = self.db.fetchone(f"SELECT EXISTS (SELECT 1 {self._where()})", self._scope)[0]  # not a count: a scan
         stored = state.dimension if state is not None and rows else None
         self.stored_dimension = stored if stored != self.dimension else None
         self.stored_embedder = state.embedder if state is not None and rows else None
@@ -249,6 +249,8 @@ class USearchVectorStore(SQLiteStore, VectorStore):
             self.stored_dimension = self.stored_embedder = None
             self._graph, self._seq = None, -1
             self.sidecar.unlink(missing_ok=True)
+            for graph in self.sidecar.parent.glob(f"{self.namespace}.*.usearch"):
+                graph.unlink(missing_ok=True)
 
         await self.db.run(drop)
 
@@ -410,12 +412,8 @@ class USearchVectorStore(SQLiteStore, VectorStore):
 
     async def _get(self, ids: list[str]) -> dict[str, tuple[np.ndarray, dict[str, JSONScalar]]]:
         def get() -> dict[str, tuple[np.ndarray, dict[str, JSONScalar]]]:
-            out = {}
-            for part in chunked([_id(i) for i in ids]):
-                rows = self.db.fetchall(f"SELECT id, vector, metadata {self._where(f' AND id IN ({_marks(part)})')}",
-                                        (*self._scope, *part))
-                out.update((_str(i), (np.frombuffer(v, dtype=_F32), _loads(m))) for i, v, m in rows)
-            return out
+            rows = self._rows_where("id", [_id(i) for i in ids])
+            return {_str(i): (np.frombuffer(v, dtype=_F32), _loads(m)) for i, v, m in rows}
 
         return await self.db.run(get)
 
@@ -433,12 +431,15 @@ class USearchVectorStore(SQLiteStore, VectorStore):
         if not size:
             return []
         found = self._graph.search(unit.astype(np.float32), min(n, size), exact=size <= self.options.exact_rows, threads=1)
-        keys = [int(k) for k in np.asarray(found.keys)]
+        return self._scored(self._rows_where("key", [int(k) for k in np.asarray(found.keys)]), unit)
+
+    def _rows_where(self, column: str, values: list[Any]) -> list[tuple]:
+        """(id, vector, metadata) of the rows whose ``column`` is among ``values``."""
         rows: list[tuple] = []
-        for part in chunked(keys):
-            rows += self.db.fetchall(f"SELECT id, vector, metadata {self._where(f' AND key IN ({_marks(part)})')}",
+        for part in chunked(values):
+            rows += self.db.fetchall(f"SELECT id, vector, metadata {self._where(f' AND {column} IN ({_marks(part)})')}",
                                      (*self._scope, *part))
-        return self._scored(rows, unit)
+        return rows
 
     def _scan(self, unit: np.ndarray, filter: Filter) -> list[VectorHit]:
         """Every row that ``filter`` keeps, scored exactly (in the connection's thread)."""

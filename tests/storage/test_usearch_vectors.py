@@ -117,3 +117,13 @@ async def test_two_instances_closing_leave_a_graph_that_loads(tmp_path):
     async with store(tmp_path) as s:
         assert len(s._graph) == 120
         assert [h.id for h in await s.query(matrix[99], 1)] == ["v00099"]
+
+
+async def test_drop_removes_the_saved_graph(tmp_path):
+    async with store(tmp_path) as s:
+        await s.upsert(ids(10), clustered(10))
+    folder = store(tmp_path).sidecar.parent
+    assert list(folder.glob("entities.*.usearch"))
+    async with store(tmp_path) as s:
+        await s.drop()
+    assert not list(folder.glob("entities.*.usearch")) and not store(tmp_path).sidecar.exists()
