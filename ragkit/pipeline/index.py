@@ -259,7 +259,7 @@ class Indexer:
                 async with self._commit_lock, self.stores.atomic():
                     await self._commit(batch, report)
                 await heap.release(batch)  # its extractions: freed in slices, not in one call on the loop
-                heap.give_back()  # and the pages they held returned to the system
+                await heap.give_back()  # and the pages they held returned to the system
         finally:
             for task in tasks:
                 task.cancel()
