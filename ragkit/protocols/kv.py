@@ -70,7 +70,12 @@ class KVStore(KeyedStore):
       written without spaces.
     - [kv.text.fills] Records stored before the namespace had a text index
       (by an older version, or an instance given no ``text_field``) get their
-      terms when an instance given one first opens over them.
+      terms when an instance given one first opens over them; so do records
+      an instance given no ``text_field`` writes into an indexed namespace,
+      at the next indexed open.
+    - [kv.text.field-change] A namespace opened by an instance given another
+      ``text_field`` than the one it was indexed for is searched by the new
+      field's words only (its records get their terms again).
 
     Adapters implement the hooks ``_get_many``, ``_upsert``, ``_delete``,
     ``_count``, ``_keys`` and ``_drop`` (and the lifecycle hooks they need); the

@@ -98,6 +98,11 @@ class PostgresKVStore(PostgresStore, KVStore):
                 "terms = excluded.terms, term_count = excluded.term_count",
                 *self.scope, list(records), list(records.values()), terms, counts,
             )
+            if terms and terms[0] is None:
+                # Rows without terms: if the namespace was indexed, the next
+                # indexed open must fill it again ([kv.text.fills]).
+                await conn.execute(
+                    f"DELETE FROM {self.table('kv_text_filled')} WHERE workspace = $1 AND namespace = $2", *self.scope)
 
     async def _text_postings(self, words: list[str]) -> list[tuple[str, int, dict[str, int]]]:
         async with self.read("search records' words") as conn:

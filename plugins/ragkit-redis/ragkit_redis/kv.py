@@ -118,16 +118,20 @@ class RedisKVStore(RedisStore, KVStore):
         return await self.fetch(keys)
 
     async def _upsert(self, records: dict[str, str]) -> None:
-        await self._write(records, dict.fromkeys(records, ""))
+        await self._write(records, dict.fromkeys(records, ""), unfill=True)
 
     async def _upsert_indexed(self, records: dict[str, str], terms: dict[str, list[str]]) -> None:
         await self._write(records, {k: _counts(terms[k]) for k in records})
 
-    async def _write(self, records: dict[str, str], terms: dict[str, str]) -> None:
+    async def _write(self, records: dict[str, str], terms: dict[str, str], *, unfill: bool = False) -> None:
         def queue(pipe: Any) -> None:
             pipe.mset({self.record_key(k): v.encode("utf-8") for k, v in records.items()})
             pipe.zadd(self.ids_key, {k.encode("utf-8"): 0 for k in records})
             self._queue_terms(pipe, terms)
+            if unfill:
+                # Records without terms: if the namespace was indexed, the
+                # next indexed open must fill it again ([kv.text.fills]).
+                pipe.delete(self.filled_key)
 
         await self.commit("write records", queue)
 

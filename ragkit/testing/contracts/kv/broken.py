@@ -185,11 +185,25 @@ class UnfilledTextKVStore(SQLiteKVStore):
         return None
 
 
+class FieldBlindTextKVStore(SQLiteKVStore):
+    """Remembers that a namespace was indexed, not for which field: an
+    instance given another field searches the old field's words."""
+
+    violates: ClassVar[str] = "kv.text.field-change"
+    defect: ClassVar[str] = "a namespace indexed for one field is never indexed for another"
+
+    def _fill(self, conn) -> None:  # type: ignore[no-untyped-def]
+        if conn.execute("SELECT 1 FROM kv_text_filled WHERE workspace = ? AND namespace = ?", self._scope).fetchone():
+            return
+        super()._fill(conn)
+
+
 DEFECTS: tuple[type, ...] = (ReversedBatchKVStore, MergingUpsertKVStore, StrictDeleteKVStore)
 
 RULE_BREAKERS: dict[str, tuple[type, ...]] = {
     "KVStoreContract": (CaseFoldingKVStore, ParameterLimitKVStore, OffsetScanKVStore, UnfencedKVStore,
-                        AppendingTermsKVStore, UnrankedTextKVStore, LatinOnlyTextKVStore, UnfilledTextKVStore),
+                        AppendingTermsKVStore, UnrankedTextKVStore, LatinOnlyTextKVStore, UnfilledTextKVStore,
+                        FieldBlindTextKVStore),
 }
 
 REFERENCES: dict[str, type] = {"KVStoreContract": SQLiteKVStore}

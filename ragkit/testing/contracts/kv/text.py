@@ -159,6 +159,52 @@ class KVTextSearchTests:
                 await again.close()
 
     @needs(Capability.TEXT_SEARCH)
+    @checks("kv.text.field-change")
+    async def test_an_instance_given_another_field_indexes_that_field(self, adapter):
+        """A namespace indexed for one field, opened by an instance given
+        another, is searched by the new field's words only; opened again with
+        the first field, by the first field's words again.
+
+        Troubleshoot: remember *which* field the namespace was filled for,
+        not only that it was; a different field means filling it again.
+        """
+        async with indexed(adapter) as store:
+            await store.upsert({"r": {FIELD: "alpine glacier", "title": "harbour lighthouse"}})
+            for field, found, gone in (("title", "lighthouse", "glacier"), (FIELD, "glacier", "lighthouse")):
+                again = type(adapter)(store.config.model_copy(update={"text_field": field}))
+                await again.open()
+                try:
+                    assert _keys(await again.search_text(found, 5)) == ["r"], field
+                    assert await again.search_text(gone, 5) == [], field
+                finally:
+                    await again.close()
+
+    @needs(Capability.TEXT_SEARCH)
+    @checks("kv.text.fills")
+    async def test_records_a_plain_instance_writes_into_an_indexed_namespace_are_found_later(self, adapter):
+        """An instance given no ``text_field`` writes into a namespace that is
+        already indexed (a tool that only copies records): its records are
+        found once an indexed instance opens again, and a record it replaced
+        is no longer found by its old words.
+
+        Troubleshoot: a write without terms must undo "this namespace is
+        filled", so the next indexed open fills the rows that lack terms.
+        """
+        async with indexed(adapter) as store:
+            await store.upsert({"kept": {FIELD: "meadow orchard"}, "replaced": {FIELD: "copper mine"}})
+            plain = type(adapter)(store.config.model_copy(update={"text_field": None}))
+            await plain.open()
+            try:
+                await plain.upsert({"new": {FIELD: "granite quarry"}, "replaced": {FIELD: "silver river"}})
+            finally:
+                await plain.close()
+            async with reopened(store) as again:
+                assert _keys(await again.search_text("granite", 5)) == ["new"]
+                assert _keys(await again.search_text("silver", 5)) == ["replaced"]
+                assert await again.search_text("copper", 5) == []
+                assert _keys(await again.search_text("orchard", 5)) == ["kept"]
+
+    @needs(Capability.TEXT_SEARCH)
     async def test_text_search_needs_a_field_and_a_valid_top_k(self, adapter):
         """Without a ``text_field`` in its config the store has no text index
         and ``search_text`` says so; ``top_k`` must be a whole number >= 0.
