@@ -12,6 +12,7 @@ from ragkit.errors import ConfigError, InvalidValueError
 from ragkit.protocols.base import Capability
 from ragkit.protocols.kv import KVStore
 from ragkit.testing.contracts.base.checks import checks
+from ragkit.testing.contracts.base.inputs import LARGE
 from ragkit.testing.contracts.base.contract import needs, reopened, sibling
 
 FIELD = "text"
@@ -141,7 +142,8 @@ class KVTextSearchTests:
     async def test_records_stored_without_an_index_are_indexed_at_the_first_indexed_open(self, adapter):
         """Records an instance given no ``text_field`` stored (as a database
         written before text search holds them) are found once an instance
-        given one opens over the same namespace.
+        given one opens over the same namespace: all 2,500 of them, past any
+        backend's page of records to fill.
 
         Troubleshoot: at ``open()``, when the namespace was never indexed for
         this field, compute every stored record's terms (``ragkit.lexical.terms``)
@@ -149,12 +151,16 @@ class KVTextSearchTests:
         """
         async with sibling(adapter, namespace=True) as plain:
             await plain.upsert({"old": {FIELD: "written before the index existed"}, "other": {"x": 1}})
+            # More records than one page of any backend's fill: the last page is indexed too.
+            await plain.upsert({f"r{i:05d}": {FIELD: f"record number {i} word{i}"} for i in range(LARGE)})
             indexed_config = plain.config.model_copy(update={"text_field": FIELD})
             again = type(adapter)(indexed_config)
             await again.open()
             try:
                 assert _keys(await again.search_text("index existed", 5)) == ["old"]
-                assert await again.count() == 2
+                for i in (0, LARGE // 2, LARGE - 1):
+                    assert _keys(await again.search_text(f"word{i}", 5)) == [f"r{i:05d}"]
+                assert await again.count() == LARGE + 2
             finally:
                 await again.close()
 
