@@ -186,7 +186,7 @@ class KVTextSearchTests:
                     await again.close()
 
     @needs(Capability.TEXT_SEARCH)
-    @checks("kv.text.fills")
+    @checks("kv.text.fills", "kv.text.follows-writes")
     async def test_records_a_plain_instance_writes_into_an_indexed_namespace_are_found_later(self, adapter):
         """An instance given no ``text_field`` writes into a namespace that is
         already indexed (a tool that only copies records): its records are
@@ -204,6 +204,8 @@ class KVTextSearchTests:
                 await plain.upsert({"new": {FIELD: "granite quarry"}, "replaced": {FIELD: "silver river"}})
             finally:
                 await plain.close()
+            # At once, before any fill: the replaced record's old words are gone ([kv.text.follows-writes]).
+            assert await store.search_text("copper", 5) == []
             async with reopened(store) as again:
                 assert _keys(await again.search_text("granite", 5)) == ["new"]
                 assert _keys(await again.search_text("silver", 5)) == ["replaced"]

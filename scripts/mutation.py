@@ -1,0 +1,365 @@
+#!/usr/bin/env python
+"""Mutation testing of the first-party adapters against the contract suite.
+
+mutmut (3.8, pinned in the test extra) writes the bugs: each mutant is one
+small change to one function of an adapter's module, and it is run against
+the tests the target names (its contract class, the cross-protocol contract
+where it applies, and the adapter's own tests). A mutant no test fails on
+*survived*: either a rule and a test are missing, or the change cannot be
+seen (it is *equivalent*) and ``tests/mutation/equivalent.txt`` says why.
+
+    scripts/mutation.py                    # every target, every mutant; writes docs/mutation.md
+    scripts/mutation.py --only kv:sqlite   # one target (the others' rows are kept)
+    scripts/mutation.py --slice 12         # CI: 12 mutants per gated target, rotating daily
+
+Targets are in ``tests/mutation/targets.toml``. Each runs in its own staging
+directory (``.mutation/<target>/``: links to the sources and tests, and the
+project's pyproject.toml with a ``[tool.mutmut]`` table), from a fresh copy,
+so no result is ever read from an earlier run.
+
+The slice runs only *gated* targets (those whose full run left no survivor
+unexplained) and fails on any survivor not in the equivalent list: a change
+that lets a bug through where none got through before. Its mutants are
+a window over a fixed shuffle that moves each day (``--day``), so successive days
+try the next ones: every mutant of a target is tried within mutants/N days.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MUTMUT = str(Path(sys.executable).parent / "mutmut")
+KILLED = {1, 3, 36, 37, 24, -24, 152, 255, -9, -11}
+"""mutmut's exit codes for a mutant some test caught: failed, pytest internal
+error, timeout (a mutant that hangs is caught), type check, killed by signal."""
+SURVIVED = {0: "survived", 5: "no tests", 33: "no tests"}
+"""Exit codes of mutants nothing caught. "No tests" is a survivor too: no
+selected test calls the mutated function at all."""
+TARGET_SCORE = 0.95
+REPORT_SURVIVORS = 25
+TIMEOUT_MULTIPLIER = 4.0
+"""A mutant's CPU-time limit is 2 x this x (its tests' clean time + 1 s)."""
+
+
+class TargetError(Exception):
+    """mutmut could not run a target (its clean tests fail, say)."""
+
+
+@dataclass
+class Target:
+    name: str
+    module: str
+    tests: list[str]
+    gate: bool = False
+    also: list[str] = field(default_factory=list)
+    source: str | None = None
+    """Where the module's package lives in the repository, when not at its top
+    (a plugin's: ``plugins/ragkit-redis/ragkit_redis``); it is linked at the
+    staging directory's top, where mutmut puts the mutated copy on sys.path."""
+
+    @property
+    def slug(self) -> str:
+        return re.sub(r"[^0-9A-Za-z_.-]", "_", self.name)
+
+    @property
+    def dotted(self) -> str:
+        return self.module.removesuffix(".py").replace("/", ".")
+
+
+@dataclass
+class Equivalent:
+    module: str
+    function: str
+    line: str
+    reason: str
+    used: bool = False
+
+
+@dataclass
+class Outcome:
+    target: Target
+    killed: list[str] = field(default_factory=list)
+    equivalent: list[str] = field(default_factory=list)
+    survivors: dict[str, str] = field(default_factory=dict)  # name -> "function: mutated line"
+    other: dict[str, int] = field(default_factory=dict)  # not checked, skipped, suspicious: exit code
+
+    @property
+    def mutants(self) -> int:
+        return len(self.killed) + len(self.equivalent) + len(self.survivors) + len(self.other)
+
+    @property
+    def score(self) -> float:
+        """Killed among the mutants that are not equivalent."""
+        judged = self.mutants - len(self.equivalent)
+        return len(self.killed) / judged if judged else 1.0
+
+
+def load_targets(path: Path) -> dict[str, Target]:
+    data = tomllib.loads(path.read_text())
+    return {name: Target(name=name, **spec) for name, spec in data["targets"].items()}
+
+
+def load_equivalents(path: Path) -> list[Equivalent]:
+    """``module | function | mutated line | reason``, one per line; ``#`` comments."""
+    out = []
+    for number, raw in enumerate(path.read_text().splitlines(), 1) if path.exists() else []:
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        parts = raw.split(" | ")
+        if len(parts) < 4 or not parts[-1].strip():
+            raise SystemExit(f"{path}:{number}: expected 'module | function | mutated line | reason', got {raw!r}")
+        out.append(Equivalent(parts[0].strip(), parts[1].strip(), _squash(" | ".join(parts[2:-1])), parts[-1].strip()))
+    return out
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def function_of(target: Target, mutant: str) -> str:
+    """``ragkit.storage.sqlite_kv.xǁSQLiteKVStoreǁ_fill__mutmut_13`` -> ``SQLiteKVStore._fill``."""
+    local = mutant.removeprefix(target.dotted + ".").rsplit("__mutmut_", 1)[0]
+    if local.startswith("xǁ"):
+        return ".".join(local[2:].split("ǁ"))
+    return local.removeprefix("x_")
+
+
+def stage(target: Target, root: Path) -> Path:
+    """A fresh staging directory for ``target``: links to the sources and
+    tests, and pyproject.toml with the target's mutmut table."""
+    where = root / ".mutation" / target.slug
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir(parents=True)
+    package = target.module.split("/", 1)[0]
+    (where / package).symlink_to(root / (target.source or package))
+    for name in dict.fromkeys(["tests", *target.also]):
+        (where / name).symlink_to(root / name)
+    table = {
+        "source_paths": [package],
+        "only_mutate": [target.module],
+        "pytest_add_cli_args_test_selection": target.tests,
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-x", "-q"],
+        "also_copy": target.also,  # mutmut runs the tests from its copy: what they need must be in it
+        # A mutant that loops forever is caught by its time limit: mutmut's
+        # default (30x the tests' time in CPU seconds) spends minutes on each.
+        "timeout_multiplier": TIMEOUT_MULTIPLIER,
+    }
+    text = (root / "pyproject.toml").read_text() if (root / "pyproject.toml").exists() else ""
+    text += "\n[tool.mutmut]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in table.items())
+    (where / "pyproject.toml").write_text(text)
+    return where
+
+
+def _mutmut(where: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # CI=1: the contract's state machines are derandomized, so a mutant is
+    # killed or not the same way on every run.
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "CI": "1"}
+    return subprocess.run([MUTMUT, *args], cwd=where, env=env, text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, check=False)
+
+
+_GENERATE = """
+from pathlib import Path
+from mutmut.__main__ import copy_also_copy_files, copy_src_dir, create_mutants
+Path("mutants").mkdir(exist_ok=True)
+copy_src_dir(); copy_also_copy_files(); create_mutants(1)
+"""
+
+
+def mutant_names(target: Target, where: Path) -> list[str]:
+    """Every mutant of the target's module, generated without running a test."""
+    done = subprocess.run([sys.executable, "-c", _GENERATE], cwd=where, text=True, capture_output=True, check=False)
+    if done.returncode:
+        raise TargetError(f"{target.name}: mutmut could not generate mutants:\n{done.stdout}{done.stderr}")
+    return sorted(_meta(target, where)["exit_code_by_key"])
+
+
+def _meta(target: Target, where: Path) -> dict:
+    return json.loads((where / "mutants" / (target.module + ".meta")).read_text())
+
+
+def rotating(names: list[str], count: int, day: int) -> list[str]:
+    """``count`` of ``names``: a window that moves by ``count`` each day over
+    a fixed shuffle, so every mutant is tried within len/count days."""
+    if count >= len(names):
+        return list(names)
+    shuffled = sorted(names, key=lambda n: hashlib.sha256(n.encode()).hexdigest())
+    start = day * count % len(shuffled)
+    return (shuffled + shuffled)[start : start + count]
+
+
+_DIFFS = """
+import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+path, names = sys.argv[1], json.loads(sys.stdin.read())
+print(json.dumps({n: get_diff_for_mutant(n, path=path) for n in names}))
+"""
+
+
+def mutated_lines(target: Target, where: Path, names: list[str]) -> dict[str, str]:
+    """Each mutant's changed lines (the ``+`` side of ``mutmut show``), in one process."""
+    if not names:
+        return {}
+    done = subprocess.run([sys.executable, "-c", _DIFFS, target.module], cwd=where, input=json.dumps(names),
+                          text=True, capture_output=True, check=False)
+    if done.returncode:
+        raise TargetError(f"{target.name}: mutmut could not show the mutants:\n{done.stderr}")
+    return {name: _squash(" ".join(line[1:] for line in diff.splitlines()
+                                   if line.startswith("+") and not line.startswith("+++")))
+            for name, diff in json.loads(done.stdout).items()}
+
+
+def run_target(target: Target, root: Path, equivalents: list[Equivalent], *, count: int | None,
+               day: int, jobs: int) -> Outcome:
+    where = stage(target, root)
+    names = mutant_names(target, where)
+    chosen = names if count is None else rotating(names, count, day)
+    done = _mutmut(where, "run", "--max-children", str(jobs), *([] if count is None else chosen))
+    (where / "run.log").write_text(done.stdout)
+    codes = _meta(target, where)["exit_code_by_key"]
+    if done.returncode or all(codes.get(n) is None for n in chosen):
+        tail = "\n".join(done.stdout.splitlines()[-25:])
+        raise TargetError(f"{target.name}: mutmut failed (exit {done.returncode}; log {where / 'run.log'}):\n{tail}")
+    outcome = Outcome(target)
+    lines = mutated_lines(target, where, [n for n in chosen if codes.get(n) in SURVIVED])
+    for name in chosen:
+        code = codes.get(name)
+        if code in KILLED:
+            outcome.killed.append(name)
+        elif code in SURVIVED:
+            function, line = function_of(target, name), lines[name]
+            match = next((e for e in equivalents if e.module == target.module and e.function == function
+                          and e.line == line), None)
+            if match:
+                match.used = True
+                outcome.equivalent.append(name)
+            else:
+                outcome.survivors[name] = f"{function}: {line}" + ("  (no test calls it)" if code != 0 else "")
+        else:
+            outcome.other[name] = code
+    return outcome
+
+
+def write_report(outcomes: dict[str, dict], targets: dict[str, Target], path: Path) -> None:
+    lines = [
+        "# Mutation testing of the first-party adapters",
+        "",
+        "Generated by `scripts/mutation.py` (`make mutation`); do not edit by hand.",
+        "Each adapter's module is mutated by mutmut and every mutant run against the",
+        "tests its target names (`tests/mutation/targets.toml`). *Equivalent*: the",
+        "change cannot be observed; each is listed with its reason in",
+        "`tests/mutation/equivalent.txt`. *Score*: killed among the others",
+        f"(target: {TARGET_SCORE:.0%}). *Gated*: CI's slice (`make mutation-slice`) tries",
+        "a rotating subset of its mutants and fails on any new survivor.",
+        "",
+        "| target | module | mutants | killed | equivalent | survivors | score | gated | run |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in sorted(targets.keys() - outcomes.keys()):
+        lines.append(f"| {name} | `{targets[name].module}` | not run yet | | | | | no | |")
+    for name, row in sorted(outcomes.items()):
+        lines.append(
+            f"| {name} | `{row['module']}` | {row['mutants']} | {row['killed']} | {row['equivalent']} | "
+            f"{row['survivors']} | {row['score']:.1%} | {'yes' if targets[name].gate else 'no'} | {row['date']} |"
+        )
+    if any(row["survivor_list"] for row in outcomes.values()):
+        lines += ["", "## Survivors not yet killed or explained", "",
+                  f"The first {REPORT_SURVIVORS} of each target; `scripts/mutation.py --only TARGET` prints them all.", ""]
+    for name, row in sorted(outcomes.items()):
+        left = row["survivor_list"]
+        lines += [f"- {name}: `{s}`" for s in left[:REPORT_SURVIVORS]]
+        if len(left) > REPORT_SURVIVORS:
+            lines.append(f"- {name}: ... and {len(left) - REPORT_SURVIVORS} more")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--root", type=Path, default=ROOT, help="the project (default: this repository)")
+    p.add_argument("--targets", type=Path, default=None, help="default: ROOT/tests/mutation/targets.toml")
+    p.add_argument("--equivalent", type=Path, default=None, help="default: ROOT/tests/mutation/equivalent.txt")
+    p.add_argument("--only", action="append", default=None, help="a target's name (repeatable)")
+    p.add_argument("--slice", type=int, default=None, metavar="N",
+                   help="CI: N mutants per gated target instead of all mutants of every target")
+    p.add_argument("--day", type=int, default=None,
+                   help="the slice's rotation: a day number (default: today's, UTC; date.toordinal())")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
+    p.add_argument("--report", type=Path, default=None, help="full runs: default ROOT/docs/mutation.md")
+    args = p.parse_args(argv)
+    root = args.root.resolve()
+    targets = load_targets(args.targets or root / "tests/mutation/targets.toml")
+    equivalents = load_equivalents(args.equivalent or root / "tests/mutation/equivalent.txt")
+    chosen = [targets[n] for n in args.only] if args.only else list(targets.values())
+    if args.slice is not None:
+        chosen = [t for t in chosen if t.gate]
+    day = args.day if args.day is not None else datetime.datetime.now(datetime.UTC).date().toordinal()
+    failed = False
+    outcomes = {}
+    for target in chosen:
+        print(f"== {target.name}: {target.module}", flush=True)
+        try:
+            outcome = run_target(target, root, equivalents, count=args.slice, day=day, jobs=args.jobs)
+        except TargetError as exc:  # the others still run; the run fails
+            print(f"   ERROR {exc}", flush=True)
+            failed = True
+            continue
+        outcomes[target.name] = outcome
+        print(f"   {outcome.mutants} mutants: {len(outcome.killed)} killed, {len(outcome.equivalent)} equivalent, "
+              f"{len(outcome.survivors)} survived, {len(outcome.other)} other; score {outcome.score:.1%}", flush=True)
+        for name, what in outcome.survivors.items():
+            print(f"   SURVIVED {name}\n            {what}")
+        for name, code in outcome.other.items():
+            print(f"   NOT JUDGED {name} (mutmut exit {code})")
+        if args.slice is not None:
+            failed |= bool(outcome.survivors or outcome.other)
+        else:
+            failed |= outcome.score < TARGET_SCORE or (target.gate and bool(outcome.survivors))
+            # Recorded target by target: an interrupted run keeps what it finished.
+            _record(root, args.report or root / "docs/mutation.md", {target.name: outcome}, targets)
+    if args.slice is None:
+        failed |= _stale(chosen, equivalents)
+    print("FAILED" if failed else "OK", flush=True)
+    return 1 if failed else 0
+
+
+def _stale(chosen: list[Target], equivalents: list[Equivalent]) -> bool:
+    """Entries of a fully run target that matched no surviving mutant: the
+    code they explain changed, so they must be reviewed again."""
+    modules = {t.module for t in chosen}
+    stale = [e for e in equivalents if e.module in modules and not e.used]
+    for e in stale:
+        print(f"STALE equivalent entry (no such surviving mutant): {e.module} | {e.function} | {e.line}")
+    return bool(stale)
+
+
+def _record(root: Path, report: Path, outcomes: dict[str, Outcome], targets: dict[str, Target]) -> None:
+    scores = root / "tests/mutation/scores.json"
+    kept = json.loads(scores.read_text()) if scores.exists() else {}
+    today = datetime.datetime.now(datetime.UTC).date().isoformat()
+    for name, o in outcomes.items():
+        kept[name] = {
+            "module": o.target.module, "mutants": o.mutants, "killed": len(o.killed),
+            "equivalent": len(o.equivalent), "survivors": len(o.survivors) + len(o.other),
+            "score": o.score, "gate": o.target.gate, "date": today,
+            "survivor_list": sorted(o.survivors.values()),
+        }
+    scores.parent.mkdir(parents=True, exist_ok=True)
+    scores.write_text(json.dumps(kept, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    report.parent.mkdir(parents=True, exist_ok=True)
+    write_report({n: row for n, row in kept.items() if n in targets}, targets, report)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
