@@ -135,7 +135,7 @@ class Connection:
     the connection's worker thread.
     """
 
-    def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
+    def __init__(self, path: Path, synchronous: str) -> None:
         self.path = Path(path)
         try:
             private_dir(self.path.parent)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
+
 from ragkit.protocols import StoreConfig
 from ragkit.storage import SQLiteKVStore
 
@@ -44,3 +46,13 @@ async def test_a_database_from_before_text_search_opens_and_is_searchable(tmp_pa
     with sqlite3.connect(path) as conn:
         assert "terms" in {row[1] for row in conn.execute("PRAGMA table_info(kv)")}
     conn.close()
+
+
+async def test_close_closes_the_connection_and_a_second_close_is_harmless(tmp_path):
+    store = SQLiteKVStore(StoreConfig(namespace="n", workspace="w", working_dir=tmp_path))
+    await store.open()
+    conn = store.db._conn
+    await store.close()
+    with pytest.raises(sqlite3.ProgrammingError):  # "Cannot operate on a closed database"
+        conn.execute("SELECT 1")
+    await store._close()  # the hook again, with no connection: nothing to do

@@ -54,12 +54,14 @@ class GraphEdgeCaseTests:
         assert await adapter.edge_count() == 3
         assert await adapter.degrees(["a", "b", "e"]) == [1, 1, 1]
 
-    @checks("store.batch.large", "graph.batch.order")
+    @checks("store.batch.large", "graph.batch.order", "graph.scans.once")
     async def test_batches_past_sql_parameter_limits(self, adapter):
         """2500 nodes and 2500 edges in one upsert each; reads of 2500 ids and
-        pairs, and deletes, in one call each.
+        pairs, and deletes, in one call each; scans of all of them, past any
+        backend's page.
 
-        Troubleshoot: chunk statements and ``UNWIND`` lists inside the hooks.
+        Troubleshoot: chunk statements and ``UNWIND`` lists inside the hooks;
+        a scan's next page starts after the last key of the previous one.
         """
         nodes = many_keys(LARGE, "n")
         await adapter.upsert_nodes({n: {"i": i} for i, n in enumerate(nodes)})
@@ -71,6 +73,10 @@ class GraphEdgeCaseTests:
         edges = await adapter.get_edges(pairs)
         assert [p["i"] if p else None for p in edges] == list(range(LARGE))
         assert set(await adapter.degrees(nodes)) == {2}
+        scanned_nodes = [(n.id, n.properties["i"]) async for n in adapter.nodes()]
+        assert sorted(scanned_nodes) == sorted(zip(nodes, range(LARGE))), "nodes() missed or repeated nodes"
+        scanned = [e.properties["i"] async for e in adapter.edges()]
+        assert sorted(scanned) == list(range(LARGE)), "edges() missed or repeated edges past its first page"
         await adapter.delete_edges(pairs[: LARGE // 2])
         assert await adapter.edge_count() == LARGE - LARGE // 2
         await adapter.delete_nodes(nodes)
