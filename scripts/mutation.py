@@ -12,6 +12,13 @@ seen (it is *equivalent*) and ``tests/mutation/equivalent.txt`` says why.
     scripts/mutation.py --only kv:sqlite   # one target (the others' rows are kept)
     scripts/mutation.py --slice 12         # CI: 12 mutants per gated target, rotating daily
 
+Why mutmut and not cosmic-ray (8.7): on ``ragkit/storage/sqlite_kv.py`` and
+its contract class, mutmut made 124 mutants and ran them in 2 min 28 s,
+cosmic-ray 65 in 8 min 21 s. mutmut collects the tests once, forks per
+mutant and runs only the tests that call the mutated function; cosmic-ray
+starts pytest for every mutant. mutmut's string and argument mutants are also
+the ones that found this suite's gaps.
+
 Targets are in ``tests/mutation/targets.toml``. Each runs in its own staging
 directory (``.mutation/<target>/``: links to the sources and tests, and the
 project's pyproject.toml with a ``[tool.mutmut]`` table), from a fresh copy,
@@ -267,9 +274,11 @@ def write_report(outcomes: dict[str, dict], targets: dict[str, Target], path: Pa
         "| target | module | mutants | killed | equivalent | survivors | score | gated | run |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for name in sorted(targets.keys() - outcomes.keys()):
-        lines.append(f"| {name} | `{targets[name].module}` | not run yet | | | | | no | |")
-    for name, row in sorted(outcomes.items()):
+    for name in sorted(targets):
+        row = outcomes.get(name)
+        if row is None:
+            lines.append(f"| {name} | `{targets[name].module}` | not run yet | | | | | no | |")
+            continue
         lines.append(
             f"| {name} | `{row['module']}` | {row['mutants']} | {row['killed']} | {row['equivalent']} | "
             f"{row['survivors']} | {row['score']:.1%} | {'yes' if targets[name].gate else 'no'} | {row['date']} |"
@@ -297,9 +306,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="the slice's rotation: a day number (default: today's, UTC; date.toordinal())")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
     p.add_argument("--report", type=Path, default=None, help="full runs: default ROOT/docs/mutation.md")
+    p.add_argument("--rewrite-report", action="store_true",
+                   help="only rewrite the report from tests/mutation/scores.json (after editing targets)")
     args = p.parse_args(argv)
     root = args.root.resolve()
     targets = load_targets(args.targets or root / "tests/mutation/targets.toml")
+    if args.rewrite_report:
+        _record(root, args.report or root / "docs/mutation.md", {}, targets)
+        return 0
     equivalents = load_equivalents(args.equivalent or root / "tests/mutation/equivalent.txt")
     chosen = [targets[n] for n in args.only] if args.only else list(targets.values())
     if args.slice is not None:

@@ -786,3 +786,15 @@ async def test_a_database_locked_past_the_busy_timeout_is_named_as_such(tmp_path
         other.close()
     with contextlib.closing(sqlite3.connect(path)) as again:
         assert again.execute("SELECT x FROM t").fetchall() == [(1,)]
+
+
+@pytest.mark.parametrize("content", [b'{"format": "another/1", "nodes": [], "edges": []}', b"[1, 2]"])
+async def test_a_graph_file_of_another_format_is_refused_by_name(tmp_path, content):
+    """A JSON file at the graph's path that is not a ragkit graph (another
+    format, or not an object) is not loaded as one: the error names the file,
+    the format expected and the fix."""
+    store = NetworkXGraphStore(cfg(tmp_path))
+    store.path.parent.mkdir(parents=True)
+    store.path.write_bytes(content)
+    with pytest.raises(StoreError, match=r"cannot read graph file .*not a ragkit\.networkx-graph/1 file; restore"):
+        await store.open()

@@ -12,8 +12,8 @@ from ragkit.errors import ConfigError, InvalidValueError
 from ragkit.protocols.base import Capability
 from ragkit.protocols.kv import KVStore
 from ragkit.testing.contracts.base.checks import checks
-from ragkit.testing.contracts.base.inputs import LARGE
 from ragkit.testing.contracts.base.contract import needs, reopened, sibling
+from ragkit.testing.contracts.base.inputs import LARGE
 
 FIELD = "text"
 
