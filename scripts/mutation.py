@@ -315,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
         _record(root, args.report or root / "docs/mutation.md", {}, targets)
         return 0
     equivalents = load_equivalents(args.equivalent or root / "tests/mutation/equivalent.txt")
+    unknown = sorted(set(args.only or ()) - targets.keys())
+    if unknown:
+        p.error(f"no target named {', '.join(unknown)}; the targets: {', '.join(sorted(targets))}")
     chosen = [targets[n] for n in args.only] if args.only else list(targets.values())
     if args.slice is not None:
         chosen = [t for t in chosen if t.gate]

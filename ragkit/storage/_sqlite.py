@@ -335,12 +335,15 @@ class SQLiteStore(BaseStore):
         )
         return [value for (value,) in rows]
 
-    async def write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        """``sql`` for each row, in one transaction."""
+    async def write(self, sql: str, rows: list[tuple[Any, ...]], *then: tuple[str, tuple[Any, ...]]) -> None:
+        """``sql`` for each row, then each ``(statement, params)`` of ``then``,
+        in one transaction."""
 
         def write() -> None:
             with self.db.transaction() as conn:
                 conn.executemany(sql, rows)
+                for statement, params in then:
+                    conn.execute(statement, params)
                 self.wrote(conn)
 
         await self.db.run(write)

@@ -123,17 +123,12 @@ class SQLiteKVStore(SQLiteStore, KVStore):
         return await self.select("value", keys)
 
     async def _upsert(self, records: dict[str, str]) -> None:
-        rows = [(*self._scope, key, text, None) for key, text in records.items()]
-
-        def write() -> None:
-            with self.db.transaction() as conn:
-                conn.executemany(_UPSERT, rows)
-                # Rows without terms: if the namespace was indexed, the next
-                # indexed open must fill it again ([kv.text.fills]).
-                conn.execute("DELETE FROM kv_text_filled WHERE workspace = ? AND namespace = ?", self._scope)
-                self.wrote(conn)
-
-        await self.db.run(write)
+        # Rows without terms: if the namespace was indexed, the next indexed
+        # open must fill it again ([kv.text.fills]).
+        await self.write(
+            _UPSERT, [(*self._scope, key, text, None) for key, text in records.items()],
+            ("DELETE FROM kv_text_filled WHERE workspace = ? AND namespace = ?", self._scope),
+        )
 
     async def _upsert_indexed(self, records: dict[str, str], terms: dict[str, list[str]]) -> None:
         await self.write(_UPSERT, [(*self._scope, key, text, " ".join(terms[key])) for key, text in records.items()])

@@ -134,3 +134,10 @@ def test_equivalent_entries_keep_a_bar_inside_the_mutated_line(tmp_path):
     path.write_text("m.py | C.f | no reason\n")
     with pytest.raises(SystemExit, match=re.escape("expected 'module | function | mutated line | reason'")):
         harness.load_equivalents(path)
+
+
+def test_an_unknown_target_is_refused_by_name(capsys):
+    with pytest.raises(SystemExit) as exited:
+        _harness_module().main(["--only", "kv:nope"])
+    assert exited.value.code == 2
+    assert "no target named kv:nope; the targets: " in capsys.readouterr().err

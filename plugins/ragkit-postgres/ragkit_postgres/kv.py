@@ -82,12 +82,14 @@ class PostgresKVStore(PostgresStore, KVStore):
         return {r[0]: r[1] for r in rows}
 
     async def _upsert(self, records: dict[str, str]) -> None:
-        await self._write(records, [None] * len(records), [None] * len(records))
+        await self._write(records, [None] * len(records), [None] * len(records), unfill=True)
 
     async def _upsert_indexed(self, records: dict[str, str], terms: dict[str, list[str]]) -> None:
         await self._write(records, [_counts(terms[k]) for k in records], [len(terms[k]) for k in records])
 
-    async def _write(self, records: dict[str, str], terms: list[str | None], counts: list[int | None]) -> None:
+    async def _write(
+        self, records: dict[str, str], terms: list[str | None], counts: list[int | None], *, unfill: bool = False
+    ) -> None:
         # The terms are replaced with the record (NULL from a store given no
         # text field): a record's old words never outlive it.
         async with self.write("write records", {self.table("kv"): len(records)}) as conn:
@@ -98,7 +100,7 @@ class PostgresKVStore(PostgresStore, KVStore):
                 "terms = excluded.terms, term_count = excluded.term_count",
                 *self.scope, list(records), list(records.values()), terms, counts,
             )
-            if terms and terms[0] is None:
+            if unfill:
                 # Rows without terms: if the namespace was indexed, the next
                 # indexed open must fill it again ([kv.text.fills]).
                 await conn.execute(
