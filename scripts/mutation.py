@@ -152,6 +152,7 @@ def stage(target: Target, root: Path) -> Path:
     package = target.module.split("/", 1)[0]
     (where / package).symlink_to(root / (target.source or package))
     for name in dict.fromkeys(["tests", *target.also]):
+        (where / name).parent.mkdir(parents=True, exist_ok=True)  # a plugin's tests: plugins/<p>/tests
         (where / name).symlink_to(root / name)
     table = {
         "source_paths": [package],

@@ -183,6 +183,12 @@ class Connection:
             raise self._failed(exc) from exc
 
     def _failed(self, exc: sqlite3.Error) -> StoreError:
+        # A damaged file is not fixed by freeing space: say which of the two it is.
+        if getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+            return StoreError(
+                f"SQLite database {self.path} is damaged or not a database ({exc}); restore it from a "
+                "backup, or move it away and index the documents again"
+            )
         return StoreError(
             f"SQLite database {self.path} failed: {exc}. If its disk is full, free space and run "
             "the command again: what was committed before is intact and the next run finishes the rest"
