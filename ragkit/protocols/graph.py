@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import math
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ragkit.errors import InvalidValueError
-from ragkit.protocols.base import BaseStore, distinct, in_order, template
+from ragkit.protocols.base import BaseStore, distinct, in_order, storable_key, template
 from ragkit.schema import Edge, Node, Subgraph
 
 EdgeKey = tuple[str, str]
@@ -66,6 +66,12 @@ class GraphStore(BaseStore):
     - [graph.node-ids.any-str] Node ids are any non-empty str (quotes,
       backticks, braces, CJK, emoji); [store.keys.exact] holds for them (entity
       names differing in case or normalisation are different nodes).
+    - [graph.text.unicode] Ids, property keys and str values (list items
+      too) are valid Unicode: one holding a lone surrogate (no store can
+      encode it as UTF-8, and a server refuses it) raises ``InvalidValueError``
+      and nothing of the batch is written; reads and deletes take such an id
+      as missing, as KV and doc-status stores take such a key.
+      ``ragkit.core.text.clean`` repairs model output before it gets here.
     - [graph.batch.order] Batch reads return one entry per asked item, in
       order; [store.batch.large] holds for them.
     - [graph.scans.once] ``nodes()``/``edges()`` yield everything once and the
@@ -435,13 +441,9 @@ async def read_context(
     return GraphContext(dict(nodes), dict(edges), dict(degrees), neighbours)
 
 
-def _is_id(n: object) -> bool:
-    return isinstance(n, str) and bool(n)
-
-
 def _node_ids(ids: Iterable[object]) -> list[str]:
     """Distinct asked node ids that can exist (others read as missing)."""
-    return [n for n in distinct(ids) if n.__class__ is str and n or _is_id(n)]
+    return [n for n in distinct(ids) if storable_key(n)]
 
 
 def _asked_key(pair: object) -> EdgeKey | None:
@@ -451,9 +453,9 @@ def _asked_key(pair: object) -> EdgeKey | None:
         a, b = pair  # type: ignore[misc]
     except (TypeError, ValueError) as exc:
         raise InvalidValueError(f"edges are given as (a, b) pairs, got {pair!r}") from exc
-    if a.__class__ is str and b.__class__ is str and a and b:  # the common case, inline
+    if a.__class__ is str and b.__class__ is str and a and b and a.isascii() and b.isascii():  # the common case
         return (a, b) if a <= b else (b, a)
-    return edge_key(a, b) if _is_id(a) and _is_id(b) else None
+    return edge_key(a, b) if storable_key(a) and storable_key(b) else None
 
 
 def copy_properties(props: Mapping[str, Any]) -> dict[str, Any]:
@@ -469,6 +471,7 @@ def check_properties(owner: str, properties: object) -> dict[str, Any]:
     for key, value in properties.items():
         if not isinstance(key, str) or not key:
             raise InvalidValueError(f"property keys of {owner} must be non-empty strings")
+        _check_unicode(key, lambda: f"property key {key[:40]!r} of {owner}")
         if isinstance(value, list):
             if not all(
                 isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value
@@ -478,10 +481,15 @@ def check_properties(owner: str, properties: object) -> dict[str, Any]:
                 )
             if any(isinstance(v, float) and not math.isfinite(v) for v in value):
                 raise InvalidValueError(f"property {key!r} of {owner} must be finite")
+            for v in value:
+                if isinstance(v, str):
+                    _check_unicode(v, lambda: f"an item of property {key!r} of {owner}")
             out[key] = list(value)
         elif isinstance(value, (str, int, float, bool)):
             if isinstance(value, float) and not math.isfinite(value):
                 raise InvalidValueError(f"property {key!r} of {owner} must be finite")
+            if isinstance(value, str):
+                _check_unicode(value, lambda: f"property {key!r} of {owner}")
             out[key] = value
         else:
             raise InvalidValueError(
@@ -494,4 +502,17 @@ def check_properties(owner: str, properties: object) -> dict[str, Any]:
 def check_node_id(id: object) -> str:
     if not isinstance(id, str) or not id:
         raise InvalidValueError(f"node ids must be non-empty strings, got {id!r}")
+    _check_unicode(id, lambda: f"node id {id[:40]!r}")
     return id
+
+
+def _check_unicode(text: str, what: Callable[[], str]) -> None:
+    """[graph.text.unicode]; ``what()`` names the value (built only on failure)."""
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidValueError(
+            f"{what()} holds a lone surrogate (not valid Unicode); clean it first (ragkit.core.text.clean)"
+        ) from None

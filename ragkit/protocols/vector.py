@@ -32,7 +32,9 @@ class VectorStore(KeyedStore):
       Vectors must be finite and non-zero (``InvalidValueError``), and ids in one
       upsert distinct.
     - [vector.metadata.scalars] Metadata values are scalars: str, int, float or
-      bool, read back with their type.
+      bool, read back with their type. [vector.metadata.unicode] A key or str
+      value holding a lone surrogate (not valid Unicode, so not UTF-8) raises
+      ``InvalidValueError`` and writes nothing, as a KV record's would.
     - [vector.upsert.replaces] ``upsert`` replaces the vector *and* metadata of
       an existing id.
     - [vector.query.ranking] ``query(vector, top_k)`` returns hits sorted by
@@ -319,9 +321,23 @@ class VectorStore(KeyedStore):
                     )
                 if isinstance(value, float) and not math.isfinite(value):
                     raise InvalidValueError(f"metadata {key!r} must be finite")
+                if not (key.isascii() and (not isinstance(value, str) or value.isascii())):
+                    _check_unicode(key, value)
                 plain[key] = _plain(value)
             out.append(plain)
         return out
+
+
+def _check_unicode(key: str, value: object) -> None:
+    """[vector.metadata.unicode]"""
+    for text in (key, value) if isinstance(value, str) else (key,):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidValueError(
+                f"metadata {key[:40]!r} holds a lone surrogate (not valid Unicode); clean it first "
+                "(ragkit.core.text.clean)"
+            ) from None
 
 
 def embedder_label(embedder: Any) -> str:

@@ -75,22 +75,25 @@ def database_path(config: StoreConfig, options: SQLiteOptions) -> Path:
 
 
 def key_bytes(text: str) -> bytes:
-    """A key as UTF-8 bytes, lone surrogates passed through (an LLM's names may
-    hold anything a ``str`` can): SQLite compares BLOBs by their bytes, which
-    is code point order, the order of Python's ``str`` comparison."""
-    return text.encode("utf-8", "surrogatepass")
+    """A key as UTF-8 bytes: SQLite compares BLOBs by their bytes, which is
+    code point order, the order of Python's ``str`` comparison. The protocols
+    let no lone surrogate reach a store ([graph.text.unicode])."""
+    return text.encode("utf-8")
 
 
 def key_text(data: bytes) -> str:
+    """A stored key; lone surrogates passed through: databases written before
+    [graph.text.unicode] may hold them, and still open."""
     return bytes(data).decode("utf-8", "surrogatepass")
 
 
 def json_bytes(value: Any) -> bytes:
-    """Compact JSON as UTF-8 bytes (surrogates passed through, no NaN)."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    """Compact JSON as UTF-8 bytes (no NaN)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
 
 
 def json_value(data: bytes) -> Any:
+    """A stored JSON value (lone surrogates passed through, as in ``key_text``)."""
     return json.loads(bytes(data).decode("utf-8", "surrogatepass"))
 
 

@@ -44,10 +44,11 @@ FORMAT = "ragkit.networkx-graph/1"
 def _dumps(data: object) -> bytes:
     return json.dumps(
         data, ensure_ascii=False, allow_nan=False, separators=(",", ":")
-    ).encode("utf-8", "surrogatepass")
+    ).encode("utf-8")
 
 
 def _loads(data: bytes) -> Any:
+    # Lone surrogates passed through: files written before [graph.text.unicode] may hold them.
     return json.loads(data.decode("utf-8", "surrogatepass"))
 
 

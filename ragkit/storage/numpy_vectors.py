@@ -38,7 +38,7 @@ import struct
 import zipfile
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
-from typing import BinaryIO, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 import numpy as np
 
@@ -62,7 +62,12 @@ milliseconds to a second that the event loop's other requests need not wait."""
 
 
 def _dumps(data: object) -> bytes:
-    return json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass")
+    return json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def _loads(data: bytes) -> Any:
+    # Lone surrogates passed through: files written before [vector.metadata.unicode] may hold them.
+    return json.loads(data.decode("utf-8", "surrogatepass"))
 
 
 def _array(items: list[object]) -> bytes:
@@ -73,6 +78,13 @@ def _row_norms(matrix: np.ndarray) -> np.ndarray:
     """Euclidean norm of each row, in float64 (no overflow for any float32 input)."""
     m64 = matrix.astype(np.float64)
     return np.sqrt(np.einsum("ij,ij->i", m64, m64))
+
+
+def _inverse(norms: np.ndarray) -> np.ndarray:
+    """float32 inverse norms; those of the tiniest vectors overflow to inf,
+    which ``_search`` scores again in float64 (so no warning)."""
+    with np.errstate(over="ignore"):
+        return (1.0 / norms).astype(np.float32)
 
 
 class NumpyVectorStore(JournaledStore, VectorStore):
@@ -170,7 +182,7 @@ class NumpyVectorStore(JournaledStore, VectorStore):
         """Load the snapshot into the (empty) memory layout; returns its generation."""
         try:
             with np.load(self.path, allow_pickle=False) as data:
-                header = json.loads(bytes(data["header"]).decode("utf-8", "surrogatepass"))
+                header = _loads(bytes(data["header"]))
                 vectors = np.asarray(data["vectors"], dtype=np.float32)
         except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
             raise StoreError(
@@ -193,7 +205,7 @@ class NumpyVectorStore(JournaledStore, VectorStore):
         self._vecs[:n] = vectors
         norms = _row_norms(vectors)
         self._norms[:n] = norms
-        self._inv[:n] = (1.0 / norms).astype(np.float32)
+        self._inv[:n] = _inverse(norms)
         self._alive[:n] = True
         self._row_ids = list(ids)
         self._row_meta = list(metadata)
@@ -205,7 +217,7 @@ class NumpyVectorStore(JournaledStore, VectorStore):
         """Replay one journal record (see the module docstring)."""
         (size,) = _LENGTH.unpack_from(payload)
         end = _LENGTH.size + size
-        header = json.loads(payload[_LENGTH.size : end].decode("utf-8", "surrogatepass"))
+        header = _loads(payload[_LENGTH.size : end])
         vectors = np.frombuffer(payload, dtype=_JOURNAL_DTYPE, offset=end)
         ids, metadata = header["ids"], header["metadata"]
         if ids and not self._index and header["dimension"] != self._dim:  # the first vectors: their dimension
@@ -315,7 +327,7 @@ class NumpyVectorStore(JournaledStore, VectorStore):
             self._n = start + len(new_positions)
         self._vecs[rows] = matrix
         self._norms[rows] = norms
-        self._inv[rows] = (1.0 / norms).astype(np.float32)
+        self._inv[rows] = _inverse(norms)
         self._alive[rows] = True
         for pos, row in enumerate(rows.tolist()):
             self._row_meta[row] = metas[pos]

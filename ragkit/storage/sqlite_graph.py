@@ -14,10 +14,11 @@ doc-status tables:
 - ``graph_edges(workspace, namespace, a, b, properties)``, each undirected
   edge once as ``a <= b``, indexed from both ends.
 
-Ids are stored as UTF-8 BLOBs with lone surrogates passed through (entity
-names come from an LLM and may hold anything a ``str`` can), so SQLite
-compares them by their bytes, which is code point order: the order of
-Python's ``str`` comparison that canonical edge keys (``edge_key``) use.
+Ids are stored as UTF-8 BLOBs, so SQLite compares them by their bytes, which
+is code point order: the order of Python's ``str`` comparison that canonical
+edge keys (``edge_key``) use. (Databases written before [graph.text.unicode]
+may hold ids with lone surrogates, encoded as such: they are listed and
+dropped, and read by id as missing.)
 Properties are JSON, read back with their types (``1`` stays an int, ``1.0``
 a float). A node's degree is the number of its edges (a self-loop once),
 kept in its row by triggers on the edge table (in the transaction of the edge

@@ -20,7 +20,7 @@ search would miss the few rows a narrow filter keeps.
 Tables, in ``<working_dir>/<workspace>/ragkit.sqlite`` beside the others:
 
 - ``vectors(workspace, namespace, id, key, seq, vector, metadata)``: ``id``
-  as UTF-8 bytes (lone surrogates passed through), ``key`` the record's
+  as UTF-8 bytes, ``key`` the record's
   number in the graph (kept when it is replaced, never reused), ``vector``
   float32 little-endian, ``metadata`` JSON;
 - ``vectors_gone(workspace, namespace, key, seq)``: the keys deleted;

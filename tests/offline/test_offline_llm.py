@@ -183,3 +183,41 @@ def test_notice_once_prints_once(capsys):
         assert notice_once() is False
     err = capsys.readouterr().err
     assert err.count(NOTICE) == 1 and 'name = "openai"' in err and "ollama" in err
+
+
+def _bulk_requests() -> list[ChatRequest]:
+    lines = [f"Gu Yao checked batch {i} of the buoys with Lianhua Castings." for i in range(12)]
+    first = build_extraction_request("Gu Yao leads Project Haijia.", entity_types=["person", "project"])
+    return [
+        first,
+        build_extraction_request("顾瑶负责海佳项目。Gu Yao works with Lianhua Castings."),
+        build_gleaning_request(first, "entity<|#|>Gu Yao<|#|>person<|#|>leads"),
+        build_summary_request("Gu Yao", lines, language="English", max_tokens=40),
+    ]
+
+
+@pytest.mark.parametrize("which", range(4), ids=["extraction", "default-types", "gleaning", "summary"])
+async def test_the_worker_process_answers_as_the_rules_do_here(which):
+    """Extractions and summaries run in a worker process; its answer is the
+    one the same rules give in this process, under the same options."""
+    request = _bulk_requests()[which]
+    llm = OfflineLLM({"answer_sentences": 3})
+    here = llm.completion(request)
+    assert (await llm.complete(request)) == here
+    assert here.text.endswith(COMPLETE_MARKER) if which < 3 else here.text
+    if which == 1:
+        assert "<|#|>person<|#|>" in here.text or "<|#|>organization<|#|>" in here.text, "the default types"
+
+
+def test_the_worker_keeps_one_adapter_per_options():
+    from ragkit.offline import llm as offline_llm
+
+    request = _bulk_requests()[0]
+    first = offline_llm._complete_in_worker({"answer_sentences": 2}, request)
+    assert first == OfflineLLM({"answer_sentences": 2}).completion(request)
+    kept = dict(offline_llm._WORKER_RULES)
+    offline_llm._complete_in_worker({"answer_sentences": 2}, request)
+    assert offline_llm._WORKER_RULES == kept, "the same options: the same adapter"
+    offline_llm._complete_in_worker({"answer_sentences": 4}, request)
+    assert len(offline_llm._WORKER_RULES) == len(kept) + 1
+    assert any(llm.options.answer_sentences == 4 for llm in offline_llm._WORKER_RULES.values())

@@ -640,7 +640,7 @@ async def test_graph_returns_copies_and_keeps_none_of_the_callers(tmp_path):
 
 
 async def test_graph_persists_json_exactly(tmp_path):
-    weird = ['quo"te', "back`tick", "{brace}", "中文", "🙂", "a b", "\ud800lone"]
+    weird = ['quo"te', "back`tick", "{brace}", "中文", "🙂", "a b", "\u2028line sep"]
     async with NetworkXGraphStore(cfg(tmp_path, "kg")) as g:
         path = tmp_path / "w1" / "graph" / "kg.json"
         assert g.path == path
@@ -653,7 +653,7 @@ async def test_graph_persists_json_exactly(tmp_path):
         mtime = path.stat().st_mtime_ns
         await g.flush()
         assert path.stat().st_mtime_ns == mtime
-        data = json.loads(path.read_bytes().decode("utf-8", "surrogatepass"))
+        data = json.loads(path.read_bytes().decode("utf-8"))
         assert data["format"].startswith("ragkit.networkx-graph/")
         assert all(a <= b for a, b, _ in data["edges"])
     async with NetworkXGraphStore(cfg(tmp_path, "kg")) as g:
@@ -667,6 +667,21 @@ async def test_graph_persists_json_exactly(tmp_path):
         assert await g.degrees(["solo"]) == [1]
         edges = [e async for e in g.edges()]
         assert all(e.source <= e.target for e in edges) and len(edges) == len(weird)
+
+
+async def test_graph_file_from_before_the_unicode_rule_still_opens(tmp_path):
+    """A graph file written when ids and values could hold lone surrogates
+    ([graph.text.unicode] refuses them now) opens with them as they were."""
+    from ragkit.storage.networkx_graph import FORMAT
+
+    old_id = "old \ud800 name"
+    data = {"format": FORMAT, "nodes": [[old_id, {"d": "was \udfff"}], ["b", {}]], "edges": [["b", old_id, {}]]}
+    path = tmp_path / "w1" / "graph" / "kg.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    async with NetworkXGraphStore(cfg(tmp_path, "kg")) as g:
+        assert {n.id: n.properties async for n in g.nodes()} == {old_id: {"d": "was \udfff"}, "b": {}}
+        assert await g.edge_count() == 1 and await g.degrees(["b"]) == [1]
 
 
 async def test_graph_drop_removes_file_and_keeps_others(tmp_path):

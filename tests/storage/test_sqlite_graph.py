@@ -88,7 +88,7 @@ async def test_a_graph_with_rows_is_never_overwritten_by_an_old_file(tmp_path):
 
 
 async def test_any_str_id_is_kept_and_ordered_as_python_orders_it(tmp_path):
-    ids = ["\ud800 lone surrogate", "emoji 🚀", "苹果公司", "a'b\"c`{d}", "Z", "z", "é", "e\u0301"]
+    ids = ["\U0010fffd last plane", "emoji 🚀", "苹果公司", "a'b\"c`{d}", "Z", "z", "é", "e\u0301"]
     async with SQLiteGraphStore(cfg(tmp_path)) as store:
         await store.upsert_nodes({n: {"name": n} for n in ids})
         await store.upsert_edges([(ids[0], ids[1], {}), (ids[2], ids[3], {})])
@@ -99,6 +99,28 @@ async def test_any_str_id_is_kept_and_ordered_as_python_orders_it(tmp_path):
             [tuple(sorted(ids[:2])), tuple(sorted(ids[2:4]))]
         )
         assert await store.get_nodes(ids) == [{"name": n} for n in ids]
+
+
+async def test_a_lone_surrogate_id_from_before_the_unicode_rule_is_listed_and_dropped(tmp_path):
+    """A database written when ids could hold lone surrogates still opens:
+    such a node is listed with its properties, read by id as missing (as an
+    id that cannot exist, [graph.text.unicode]) and dropped with the rest."""
+    old_id = "old \ud800 name"
+    async with SQLiteGraphStore(cfg(tmp_path)) as store:
+        await store.upsert_node("new", {"v": 1})
+        path = store.path
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "INSERT INTO graph_nodes (workspace, namespace, id, properties) VALUES ('w1', 'graph', ?, ?)",
+            (old_id.encode("utf-8", "surrogatepass"), '{"d":"was \ud801"}'.encode("utf-8", "surrogatepass")),
+        )
+    conn.close()
+    async with SQLiteGraphStore(cfg(tmp_path)) as store:
+        assert {n.id: n.properties async for n in store.nodes()} == {"new": {"v": 1}, old_id: {"d": "was \ud801"}}
+        assert await store.labels() == ["new", old_id] and await store.node_count() == 2
+        assert await store.get_nodes([old_id, "new"]) == [None, {"v": 1}]
+        await store.drop()
+        assert await store.node_count() == 0
 
 
 async def test_large_reads_and_writes_cross_the_parameter_limit(tmp_path):

@@ -171,6 +171,39 @@ class GraphNodeTests:
         assert await adapter.get_nodes(["new", "kept", "x", "y"]) == [None, {"v": 1}, None, None]
         assert await adapter.edge_count() == 0
 
+    @pytest.mark.parametrize(
+        "where", ["node id", "edge end", "property key", "str value", "list item", "late in the batch"]
+    )
+    @checks("graph.text.unicode")
+    async def test_lone_surrogates_are_refused_and_unknown(self, adapter, where):
+        """A lone surrogate in an id, a property key or a str value (a list's
+        items too) raises ``InvalidValueError`` and writes nothing of the
+        batch; asked for or deleted, such an id is missing.
+
+        Troubleshoot: ``check_node_id`` and ``check_properties`` refuse them;
+        an adapter that writes before they are called, or reads an id without
+        ``_node_ids``, breaks this.
+        """
+        lone = "x\ud800y"
+        await adapter.upsert_node("kept", {"v": 1})
+        nodes = {
+            "node id": {lone: {}},
+            "property key": {"n": {lone: 1}},
+            "str value": {"n": {"p": lone}},
+            "list item": {"n": {"p": ["ok", lone]}},
+            "late in the batch": {"n": {}, "m": {}, "z": {"p": lone}},
+        }
+        with pytest.raises(InvalidValueError, match="lone surrogate"):
+            if where == "edge end":
+                await adapter.upsert_edges([("n", "m", {}), ("m", lone, {})])
+            else:
+                await adapter.upsert_nodes({"kept": {"v": 2}, **nodes[where]})
+        assert await adapter.get_nodes(["kept", "n", "m", lone]) == [{"v": 1}, None, None, None]
+        assert (await adapter.node_count(), await adapter.edge_count()) == (1, 0)
+        assert await adapter.get_edges([("kept", lone)]) == [None]
+        await adapter.delete_nodes([lone])
+        assert await adapter.degrees([lone, "kept"]) == [0, 0]
+
     async def test_empty_node_id_is_rejected(self, adapter):
         """An empty node id raises ``InvalidValueError`` (as a node or an edge
         endpoint) and creates nothing.

@@ -195,6 +195,19 @@ class VectorUpsertTests:
             await adapter.upsert(["a", "b"], rand(2, d, seed=6), [{"ok": 1}, {"bad": bad}])
         assert await adapter.count() == 0
 
+    @pytest.mark.parametrize("meta", [{"k": "a\udc00b"}, {"\ud800": 1}], ids=["value", "key"])
+    @checks("vector.metadata.unicode")
+    async def test_lone_surrogates_in_metadata_raise_and_write_nothing(self, adapter, meta):
+        """A metadata key or str value holding a lone surrogate raises
+        ``InvalidValueError`` naming it, and nothing of the batch is written.
+
+        Troubleshoot: ``VectorStore.check_metadata`` refuses them before any write.
+        """
+        d = adapter.dimension
+        with pytest.raises(InvalidValueError, match="lone surrogate"):
+            await adapter.upsert(["a", "b"], rand(2, d, seed=6), [{"ok": "é"}, meta])
+        assert await adapter.count() == 0
+
 
 class VectorDimensionTests:
     @pytest.mark.parametrize("delta", [1, -1])
