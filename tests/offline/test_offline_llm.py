@@ -209,15 +209,15 @@ async def test_the_worker_process_answers_as_the_rules_do_here(which):
         assert "<|#|>person<|#|>" in here.text or "<|#|>organization<|#|>" in here.text, "the default types"
 
 
-def test_the_worker_keeps_one_adapter_per_options():
+def test_the_worker_keeps_one_adapter_per_options(monkeypatch):
     from ragkit.offline import llm as offline_llm
 
+    monkeypatch.setattr(offline_llm, "_WORKER_RULES", {})  # as a new worker starts
     request = _bulk_requests()[0]
     first = offline_llm._complete_in_worker({"answer_sentences": 2}, request)
     assert first == OfflineLLM({"answer_sentences": 2}).completion(request)
     kept = dict(offline_llm._WORKER_RULES)
     offline_llm._complete_in_worker({"answer_sentences": 2}, request)
-    assert offline_llm._WORKER_RULES == kept, "the same options: the same adapter"
+    assert offline_llm._WORKER_RULES == kept and len(kept) == 1, "the same options: the same adapter"
     offline_llm._complete_in_worker({"answer_sentences": 4}, request)
-    assert len(offline_llm._WORKER_RULES) == len(kept) + 1
-    assert any(llm.options.answer_sentences == 4 for llm in offline_llm._WORKER_RULES.values())
+    assert sorted(llm.options.answer_sentences for llm in offline_llm._WORKER_RULES.values()) == [2, 4]

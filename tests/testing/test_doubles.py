@@ -8,6 +8,7 @@ project rely on these; the mutation targets for the doubles run them
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import numpy as np
@@ -115,5 +116,26 @@ async def test_overlap_scores_are_the_share_of_the_query_words_found():
 
 
 def test_doubles_need_no_event_loop_to_be_built():
-    # Built in sync fixtures across the suite.
-    assert asyncio.iscoroutinefunction(ScriptedLLM().complete)
+    """Sync fixtures across the suite build them: in a thread that never had
+    an event loop, each is built, then answers in a loop started afterwards."""
+    out: dict[str, object] = {}
+
+    def build_then_use() -> None:
+        try:
+            asyncio.get_running_loop()
+            out["loop"] = True
+        except RuntimeError:
+            pass
+        llm, embedder, reranker = ScriptedLLM(script=lambda r: "ok"), HashEmbedder({"dimension": 8}), OverlapReranker()
+
+        async def use() -> None:
+            out["llm"] = (await llm.complete(ChatRequest(prompt="hi"))).text
+            out["dim"] = len((await embedder.embed(["a"]))[0])
+            out["scores"] = await reranker.scores("a b", ["a", "c"])
+
+        asyncio.run(use())
+
+    thread = threading.Thread(target=build_then_use)
+    thread.start()
+    thread.join(30)
+    assert out == {"llm": "ok", "dim": 8, "scores": [0.5, 0.0]}

@@ -23,13 +23,51 @@ from ragkit.testing.contracts.base.inputs import (
     scan_result,
     scan_while_deleting,
 )
+from ragkit.testing.contracts.vector.query import check_hits, cosines, direction_diff
 
 
 def _vectors(n: int, dim: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
 
 
+PIPELINE_DIMENSIONS = (384, 1536, 3072)
+"""The embedders' usual dimensions (small sentence-transformers, OpenAI's)."""
+
+
 class VectorEdgeCaseTests:
+    @pytest.mark.parametrize("dim", PIPELINE_DIMENSIONS)
+    @checks("vector.search.recall", "vector.scores.cosine")
+    async def test_vectors_of_the_pipelines_dimensions(self, adapter, dim):
+        """A store configured for an embedder's real dimension keeps its
+        vectors (read back in their direction) and ranks 300 of them as brute
+        force does: dimension-dependent code (blocks, SIMD widths, pages of a
+        row) is not reached at the fixture's 16.
+
+        Troubleshoot: a row split over pages or buffers, a column type sized for
+        small vectors, a server-side limit on the dimension.
+        """
+        config = adapter.config.model_copy(update={"dimension": dim, "namespace": f"{adapter.namespace}d{dim}"})
+        store = type(adapter)(config)
+        await store.open()
+        try:
+            m = _vectors(300, dim, seed=dim)
+            ids = [f"w{i:03d}" for i in range(300)]
+            await store.upsert(ids[:150], m[:150])
+            await store.upsert(ids[150:], m[150:])
+            for rec, expected in zip(await store.get(ids[::37]), m[::37]):
+                assert rec is not None and direction_diff(expected, rec.vector) is None
+            approximate = Capability.APPROXIMATE_SEARCH in type(adapter).capabilities
+            for q in (m[5], _vectors(1, dim, seed=dim + 1)[0]):
+                hits = await store.query(q, 10)
+                truth = cosines(dict(zip(ids, m)), q)
+                if not approximate:
+                    problem = check_hits(hits, truth, 10)
+                    assert problem is None, f"dimension {dim}: {problem}"
+            assert (await store.query(m[5], 1))[0].id == "w005"
+        finally:
+            await store.drop()
+            await store.close()
+
     @checks("store.keys.exact")
     async def test_ids_differing_in_case_or_normalisation_are_distinct(self, adapter):
         """Ids differing only in case, normalisation, case-folding or a trailing
