@@ -10,6 +10,7 @@ state the rules, and the expected values here are derived from the README.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 
@@ -208,3 +209,55 @@ def test_musique_dir_is_found_from_elsewhere(monkeypatch, tmp_path: Path):
     monkeypatch.delenv("RAGKIT_MUSIQUE_DIR", raising=False)
     monkeypatch.chdir(tmp_path)
     assert (musique_dir() / OPENIE_FILE).is_file()
+
+
+async def test_each_role_gets_its_deterministic_answer(llm, tmp_path: Path):
+    """Summaries are the statements themselves, alias checks link nothing, answers
+    quote the first sentence of the context row sharing most words with the
+    question, keywords apply the data set's rule; each is counted, and the
+    call log has a start and an end line per call."""
+    import json
+
+    from ragkit.core.prompts import build_aliases_request, build_keywords_request, build_summary_request
+    from ragkit.query.answer import build_answer_request
+
+    log = tmp_path / "calls.log"
+    llm = ReplayLLM({"call_log": str(log)})
+    summary = build_summary_request("Gu Yao", ["Gu Yao leads it.", "She lives in Ningbo."], language="English",
+                                    max_tokens=100)
+    assert (await llm.complete(summary)).text == "Gu Yao leads it. She lives in Ningbo."
+    assert (await llm.complete(build_aliases_request([("A", "B")]))).text == '{"same": []}'
+    context = "\n".join([
+        "-----Source chunks-----",
+        json.dumps({"ref": 3, "content": "The harbour opened in 1901. It closed later."}),
+        "not a row",
+        '{"ref": broken json',
+        json.dumps({"ref": 7, "content": "Gu Yao leads Project Haijia in Ningbo. She joined in 2024."}),
+        json.dumps({"ref": 9, "content": "Ningbo is a port."}),
+    ])
+    question = "Who leads Project Haijia in Ningbo?"
+    answer = build_answer_request(question, context, history=[], response_type="Short", language="English")
+    completion = await llm.complete(answer)
+    assert completion.text == "Gu Yao leads Project Haijia in Ningbo. [7]"
+    empty = build_answer_request(question, "-----Source chunks-----\nnothing", history=[], response_type="Short",
+                                 language="English")
+    assert (await llm.complete(empty)).text == "The context holds nothing to answer from."
+    keywords = json.loads((await llm.complete(build_keywords_request("Where was the Journal of Mathematical "
+                                                                      "Physics first published?"))).text)
+    assert set(keywords) == {"high_level_keywords", "low_level_keywords"}
+    assert "Journal of Mathematical Physics" in keywords["low_level_keywords"]
+    assert (llm.calls, llm.summaries, llm.alias_checks, llm.unknown_prompts) == (5, 1, 1, 0)
+    assert (completion.usage.input_tokens, completion.usage.output_tokens) == (6, 8)  # words of prompt and text
+    lines = [line.split() for line in log.read_text().splitlines()]
+    assert [(line[0], line[2]) for line in lines[:4]] == [("start", "summary"), ("end", "summary"),
+                                                           ("start", "aliases"), ("end", "aliases")]
+    assert len(lines) == 10 and all(line[1] == str(os.getpid()) for line in lines)
+    assert lines[0][3] == summary.cache_key(llm.model_id) and float(lines[1][4]) >= float(lines[0][4])
+
+
+async def test_ties_go_to_the_first_context_row(llm):
+    from ragkit.query.answer import build_answer_request
+
+    rows = '\n'.join(['{"ref": 2, "content": "Alpha beta. More."}', '{"ref": 5, "content": "Alpha beta gamma."}'])
+    request = build_answer_request("alpha beta?", rows, history=[], response_type="Short", language="English")
+    assert (await llm.complete(request)).text == "Alpha beta. [2]"
