@@ -22,7 +22,9 @@ from ragkit.ids import normalize_name
 from ragkit.pipeline.parse import parse_extraction
 from ragkit.protocols.models import LLM, ChatRequest
 from ragkit.schema import Entity, Relation
-from ragkit.testing.replay import OPENIE_FILE, ReplayLLM, load_musique, musique_dir
+from ragkit.testing import replay
+from ragkit.testing.musique_keywords import question_keywords
+from ragkit.testing.replay import OPENIE_FILE, ReplayLLM, _recording, load_musique, musique_dir
 
 # The data ships beside the repository (../shared); a missing copy is an error
 # that names RAGKIT_MUSIQUE_DIR, never a silent skip.
@@ -36,6 +38,9 @@ def docs():
 
 @pytest.fixture
 def llm():
+    # Read afresh: the recording is cached per process, so a change to how it
+    # is read would otherwise go unseen by every test after the first.
+    _recording.cache_clear()
     return ReplayLLM()
 
 
@@ -117,7 +122,11 @@ async def test_every_passage_replays_its_canonical_rendering(llm, docs):
 
 
 async def test_whitespace_changes_still_find_the_passage(llm, docs):
-    doc = docs[5]
+    """The whole passage, whitespace aside, gets the whole record: names that
+    do not occur in it word for word too (a fragment would lose them)."""
+    from ragkit.testing.replay import canonical_extraction
+
+    doc = next(d for d in docs if canonical_extraction(d, d["passage"]) != canonical_extraction(d))
     variant = "  " + doc["passage"].replace("\n", "\n\n").replace(" ", "  ") + "\n"
     assert await extract(llm, variant) == await extract(llm, doc["passage"])
 
@@ -242,10 +251,11 @@ async def test_each_role_gets_its_deterministic_answer(llm, tmp_path: Path):
     empty = build_answer_request(question, "-----Source chunks-----\nnothing", history=[], response_type="Short",
                                  language="English")
     assert (await llm.complete(empty)).text == "The context holds nothing to answer from."
-    keywords = json.loads((await llm.complete(build_keywords_request("Where was the Journal of Mathematical "
-                                                                      "Physics first published?"))).text)
-    assert set(keywords) == {"high_level_keywords", "low_level_keywords"}
-    assert "Journal of Mathematical Physics" in keywords["low_level_keywords"]
+    asked = "Where was the Journal of Mathematical Physics first published?"
+    keywords = json.loads((await llm.complete(build_keywords_request(asked))).text)
+    high, low = question_keywords(asked, llm.recording.entity_names())
+    assert keywords == {"high_level_keywords": high, "low_level_keywords": low}
+    assert "Journal of Mathematical Physics" in low
     assert (llm.calls, llm.summaries, llm.alias_checks, llm.unknown_prompts) == (5, 1, 1, 0)
     assert (completion.usage.input_tokens, completion.usage.output_tokens) == (6, 8)  # words of prompt and text
     lines = [line.split() for line in log.read_text().splitlines()]
@@ -261,3 +271,28 @@ async def test_ties_go_to_the_first_context_row(llm):
     rows = '\n'.join(['{"ref": 2, "content": "Alpha beta. More."}', '{"ref": 5, "content": "Alpha beta gamma."}'])
     request = build_answer_request("alpha beta?", rows, history=[], response_type="Short", language="English")
     assert (await llm.complete(request)).text == "Alpha beta. [2]"
+
+
+def test_load_musique_reads_the_folder_it_is_given(monkeypatch, tmp_path: Path):
+    import json
+
+    for name, data in ((replay.CORPUS_FILE, [{"title": "t"}]), (OPENIE_FILE, {"docs": [{"passage": "p"}]}),
+                       (replay.QUESTIONS_FILE, [{"id": "q"}])):
+        (tmp_path / name).write_text(json.dumps(data), encoding="utf-8")
+    assert load_musique(tmp_path) == ([{"title": "t"}], [{"passage": "p"}], [{"id": "q"}])
+    monkeypatch.setenv("RAGKIT_MUSIQUE_DIR", str(tmp_path))
+    assert load_musique() == load_musique(tmp_path)
+
+
+def test_missing_data_names_the_folders_tried(monkeypatch, tmp_path: Path):
+    monkeypatch.delenv("RAGKIT_MUSIQUE_DIR", raising=False)
+    (tmp_path / "repo").mkdir()
+    monkeypatch.setattr(replay, "_REPO_ROOT", tmp_path / "repo")
+    monkeypatch.chdir(tmp_path / "repo")  # the same folders again: each is named once
+    with pytest.raises(ConfigError) as caught:
+        musique_dir()
+    folders = [tmp_path / "repo", tmp_path, tmp_path.parent]
+    assert str(caught.value).startswith(
+        f"MuSiQue data not found (no {OPENIE_FILE} in " + ", ".join(str(f / "shared/data/musique") for f in folders)
+        + ", ...): set RAGKIT_MUSIQUE_DIR"
+    )
