@@ -149,14 +149,20 @@ async def test_a_journal_of_another_embedders_vectors_is_taken_in_their_dimensio
     ("damage", "why"),
     [
         (lambda p: p[:-4], "a record's vectors do not match its ids and dimension"),
-        (lambda p: _with_header(p, metadata=[{}]), "a record's metadata do not match its ids"),
+        (lambda p: _with_header(p, metadata=[]), "a record's metadata do not match its ids"),
+        # Consistent in itself, but in dimension 2 while the store's rows are in 4.
+        (lambda p: _with_header(p, dimension=2, ids=["a", "z"], metadata=[{}, {}]),
+         "a record's vectors do not match its ids and dimension"),
     ],
-    ids=["vectors", "metadata"],
+    ids=["vectors", "metadata", "dimension"],
 )
 async def test_a_journal_record_that_contradicts_itself_is_named(tmp_path, damage, why, journal_small_stores):
     s = await _journal_of_first_vectors(tmp_path)
+    await s.upsert(["c"], [[1, 1, 2, 2]])
+    await s.flush()
     journal = s._file.journal
     frames, _ = read_frames(journal.read_bytes())
+    assert len(frames) == 3, "a header and two records"
     files = {p.name: p.read_bytes() for p in s.path.parent.iterdir()}
     await s.close()
     for name, data in files.items():
@@ -233,6 +239,7 @@ async def test_vectors_of_any_finite_magnitude_score_their_exact_cosine(tmp_path
         "big": np.array([1e20, 3e20, 0, 1e20], np.float32),
         "tiny": np.array([1e-39, 2e-39, 0, 0], np.float32),  # subnormal
         "smallest": np.array([0, 1e-45, 0, 0], np.float32),
+        "smallest-orthogonal": np.array([0, 0, 1e-45, 0], np.float32),  # 0 x an infinite inverse norm
         "small": np.array([1e-20, 0, 3e-20, 0], np.float32),
         "plain": np.array([0.3, -0.2, 0.5, 0.1], np.float32),
     }
