@@ -290,6 +290,27 @@ class LoopbackServer:
         return None
 
 
+class CannedServer(LoopbackServer):
+    """Answers ``reply`` to every ``method path`` request (after the prefix):
+    the odd or broken answers real servers give, for an adapter's own tests.
+    Faults, recording and auth work as on the protocol servers."""
+
+    def __init__(self, prefix: str = "", *, method: str = "POST", path: str = "/", **kwargs: Any) -> None:
+        super().__init__(prefix, **kwargs)
+        self.route = (method, path)
+        self.reply = Reply()
+
+    def routes(self) -> Mapping[tuple[str, str], Route]:
+        return {self.route: lambda request: self.reply}
+
+    def answer(self, body: Any, status: int = 200) -> None:
+        """Answer ``body`` from now on: JSON, or a str sent as the bytes it is."""
+        if isinstance(body, str):
+            self.reply = Reply(status, chunks=[body.encode()], content_type="text/html")
+        else:
+            self.reply = Reply(status, json=body)
+
+
 def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as real services speak

@@ -15,7 +15,7 @@ import pytest
 
 from ragkit.errors import ConfigError, ModelError
 from ragkit.protocols.models import ChatRequest, Message
-from ragkit.testing.http_server import count_tokens, fake_answer, fake_embedding
+from ragkit.testing.http_server import CannedServer, count_tokens, fake_answer, fake_embedding
 from ragkit_openai import OpenAIChat, OpenAIEmbedder
 from ragkit_openai.testing import TEST_KEY, OpenAIServer
 
@@ -89,6 +89,39 @@ async def test_stream_usage_can_be_turned_off(server):
     text = "".join([p async for p in llm.stream(REQUEST)])
     assert text and "stream_options" not in server.bodies("/chat/completions")[0]
     assert llm.usage.by_role()["answer"].input_tokens == 0  # the server sent no usage
+    assert llm.usage.by_role()["answer"].output_tokens == 0 and len(llm.usage.calls) == 1
+
+
+async def test_a_stream_refused_before_its_first_piece_records_no_call(server):
+    llm = chat(server)
+    server.fail(400)
+    with pytest.raises(ModelError):
+        _ = [p async for p in llm.stream(REQUEST)]
+    assert list(llm.usage.calls) == [] and llm.usage.by_role() == {}
+
+
+def _completion(choices: list, **extra) -> dict:
+    return {"id": "c1", "object": "chat.completion", "created": 0, "model": "m", "choices": choices, **extra}
+
+
+async def test_an_answer_without_choices_is_named():
+    with CannedServer("/v1", path="/chat/completions") as canned:
+        canned.answer(_completion([]))
+        llm = OpenAIChat({"base_url": canned.url, "api_key": TEST_KEY, "model": "m", "max_retries": 0})
+        with pytest.raises(ModelError, match=r"answered with no choices.*check the server's logs"):
+            await llm.complete(REQUEST)
+
+
+async def test_no_content_and_no_usage_are_an_empty_answer_of_no_tokens():
+    """A message whose content is null (a refusal, a tool call) and a server
+    that reports no usage."""
+    with CannedServer("/v1", path="/chat/completions") as canned:
+        message = {"role": "assistant", "content": None}
+        canned.answer(_completion([{"index": 0, "message": message, "finish_reason": "stop"}]))
+        llm = OpenAIChat({"base_url": canned.url, "api_key": TEST_KEY, "model": "m", "max_retries": 0})
+        out = await llm.complete(REQUEST)
+    assert out.text == "" and (out.usage.input_tokens, out.usage.output_tokens) == (0, 0)
+    assert len(llm.usage.calls) == 1
 
 
 async def test_json_mode_sends_response_format(server):
