@@ -9,7 +9,7 @@ for every process of the workspace (a server they all share) and offers one from
 ``writer_lease()``, asking the doc-status store first (the authority for which
 documents exist), then the graph, KV and vector stores; when none does (the
 embedded stores), a file lock beside the workspace's files,
-``<working_dir>/<workspace>/.writer.lock``. The rules a lease follows are
+``<working_dir>/<workspace>/.writer.lock`` (``ragkit.core.file_lease``). The rules a lease follows are
 ``ragkit.protocols.lease``'s.
 
 Stale locks. A file lock is an OS lock (``flock``; ``LockFileEx`` on Windows,
@@ -58,7 +58,6 @@ import asyncio
 import contextlib
 import logging
 import math
-import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
@@ -67,18 +66,17 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragkit.core.files import private_dir
+from ragkit.core.file_lease import LOCK_FILENAME, FileLease
 from ragkit.errors import WriterLeaseLostError, WriterLockTimeoutError
 from ragkit.protocols.lease import SEND_MARGIN, Holder, Lease, Permit, lease_clock
 
 if TYPE_CHECKING:
     from ragkit.protocols.base import BaseStore
 
-__all__ = ["FileLease", "Holder", "Lease", "LockSettings", "WriterLock", "lease_for"]
+__all__ = ["LOCK_FILENAME", "FileLease", "Holder", "Lease", "LockSettings", "WriterLock", "lease_for"]
 
 log = logging.getLogger(__name__)
 
-LOCK_FILENAME = ".writer.lock"
 POLL_SECONDS = 0.2
 
 
@@ -97,70 +95,6 @@ class LockSettings(BaseModel):
 _WRITES: ContextVar[tuple[tuple[WriterLock, Holder], ...]] = ContextVar("ragkit_writes", default=())
 """The holds the running task writes under (each lock with the holder it had
 when the write began): tasks a write starts inherit them, readers have none."""
-
-
-class FileLease:
-    """An OS lock on ``<workspace dir>/.writer.lock``, holding its holder's JSON.
-
-    The OS keeps it until it is released or the process exits, so a stalled
-    holder cannot lose it to another process. It can be lost only if the file
-    is removed or replaced while held (a cleanup deleting the workspace folder
-    or the lock file): a second process would then lock a new file. ``renew``
-    sees that (the path no longer names the locked file) and the holder stops.
-    On a network file system a lock can also be lost with the client's lease
-    on the server; use a server lease there (docs/architecture.md).
-
-    Not ``filelock.FileLock`` itself: the holder's JSON and the fencing check
-    need the locked descriptor, which this class keeps (filelock takes the lock).
-    """
-
-    heartbeat = False
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.where = str(self.path)
-        self._fd: int | None = None
-
-    async def acquire(self, holder: Holder, ttl: float) -> bool:
-        return await asyncio.to_thread(self._acquire, holder)
-
-    def _acquire(self, holder: Holder) -> bool:
-        # Imported here: only writers need it, and it would add ~20 ms to every command's start.
-        from filelock import lock_descriptor
-
-        private_dir(self.path.parent)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        # Locks the open file (flock), not the process (lockf): two RAGs in one process exclude each other too.
-        if not lock_descriptor(fd, blocking=False):
-            os.close(fd)
-            return False
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, holder.encode(), 0)
-        self._fd = fd
-        return True
-
-    async def holder(self) -> Holder | None:
-        try:
-            return Holder.decode(self.path.read_bytes())
-        except OSError:
-            return None
-
-    async def renew(self, holder: Holder, ttl: float) -> bool:
-        fd = self._fd
-        if fd is None:
-            return False
-        try:
-            locked, named = os.fstat(fd), os.stat(self.path)
-        except OSError:  # the lock file was removed
-            return False
-        return (locked.st_dev, locked.st_ino) == (named.st_dev, named.st_ino)
-
-    async def release(self, holder: Holder) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, 0)  # no stale name for the next waiter to read
-            os.close(fd)  # closing the descriptor drops the OS lock
 
 
 class WriterLock:
