@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from ragkit.errors import ConfigError, ModelError
 from ragkit.protocols.models import ChatRequest
-from ragkit.testing.http_server import count_tokens, fake_answer, fake_embedding
+from ragkit.testing.http_server import CannedServer, count_tokens, fake_answer, fake_embedding
 from ragkit_ollama import OllamaChat, OllamaEmbedder, ThinkFilter, strip_think
 from ragkit_ollama.testing import THINKING, OllamaServer
 
@@ -90,8 +90,35 @@ async def test_think_false_is_sent_and_think_tags_are_stripped():
 
 async def test_think_tags_kept_when_strip_think_is_off():
     with OllamaServer(think_tags=True) as s:
-        out = await chat(s, strip_think=False).complete(REQUEST)
+        llm = chat(s, strip_think=False)
+        out = await llm.complete(REQUEST)
         assert out.text.startswith(THINKING)
+        assert "".join([p async for p in llm.stream(REQUEST)]) == out.text
+
+
+async def test_a_stream_refused_before_its_first_piece_records_no_call(server):
+    llm = chat(server)
+    server.fail(400)
+    with pytest.raises(ModelError):
+        _ = [p async for p in llm.stream(REQUEST)]
+    assert list(llm.usage.calls) == [] and llm.usage.by_role() == {}
+
+
+async def test_a_request_temperature_overrides_the_configured_one(server):
+    llm = chat(server, temperature=0.7)
+    await llm.complete(REQUEST.model_copy(update={"temperature": 0.0}))
+    await llm.complete(REQUEST)
+    assert [b["options"]["temperature"] for b in server.bodies("/api/chat")] == [0.0, 0.7]
+
+
+async def test_null_content_is_an_empty_answer():
+    """A message without content (a model that only called a tool)."""
+    reply = {"model": "m", "created_at": "2024-01-01T00:00:00Z", "done": True,
+             "message": {"role": "assistant", "content": None}, "prompt_eval_count": 3, "eval_count": 0}
+    with CannedServer(path="/api/chat") as canned:
+        canned.answer(reply)
+        out = await OllamaChat({"base_url": canned.url, "model": "m", "max_retries": 0}).complete(REQUEST)
+    assert out.text == "" and (out.usage.input_tokens, out.usage.output_tokens) == (3, 0)
 
 
 async def test_thinking_field_never_reaches_the_answer(server):
@@ -104,9 +131,10 @@ async def test_thinking_field_never_reaches_the_answer(server):
 def test_model_id_changes_with_output_options(server):
     assert chat(server).model_id == "ollama:fake-chat"
     ids = {
-        chat(server, **o).model_id for o in ({}, {"think": False}, {"num_ctx": 8192}, {"strip_think": False})
+        chat(server, **o).model_id
+        for o in ({}, {"think": False}, {"num_ctx": 8192}, {"strip_think": False}, {"temperature": 0.3})
     }
-    assert len(ids) == 4
+    assert len(ids) == 5
 
 
 # -- retries and errors ---------------------------------------------------------------------
@@ -208,8 +236,16 @@ async def test_embedding_length_mismatch_names_the_fix(server):
 
 def test_known_models_need_no_dimensions_others_do():
     assert OllamaEmbedder({"model": "nomic-embed-text:latest"}).dimension == 768
-    with pytest.raises(ConfigError, match="set dimensions"):
+    with pytest.raises(ConfigError, match="the ollama embedder does not know .*set dimensions"):
         OllamaEmbedder({"model": "my-own-embedder"})
+
+
+async def test_embedder_options_reach_the_request_and_its_identity(server):
+    emb = embedder(server, model_options={"num_ctx": 512})
+    await emb.embed(["x"])
+    assert server.bodies("/api/embed")[0]["options"] == {"num_ctx": 512}
+    assert embedder(server).model_id == "ollama:fake-embed:32"
+    assert emb.model_id != embedder(server).model_id and emb.model_id.startswith("ollama:fake-embed:32")
 
 
 # -- <think> stripping --------------------------------------------------------------------

@@ -337,8 +337,30 @@ async def test_wrong_dimensions_say_which_to_set(server):
         await embedder(server, dimensions=48).embed(["a"])
 
 
+async def test_embedding_options_reach_the_request(server):
+    """extra_body reaches the body; dimensions are sent when asked, or by
+    default to text-embedding-3 models only."""
+    await embedder(server, extra_body={"user": "u1"}).embed(["x"])
+    await embedder(server, send_dimensions=True).embed(["x"])
+    await embedder(server, model="text-embedding-3-small", send_dimensions=False).embed(["x"])
+    await embedder(server, model="text-embedding-3-small").embed(["x"])
+    bodies = server.bodies("/embeddings")
+    assert bodies[0]["user"] == "u1" and "dimensions" not in bodies[0]
+    assert [b.get("dimensions") for b in bodies[1:]] == [32, None, 32]
+
+
+async def test_embeddings_without_usage_count_no_tokens():
+    reply = {"object": "list", "model": "m", "data": [{"object": "embedding", "index": 0, "embedding": [0.5] * 4}]}
+    with CannedServer("/v1", path="/embeddings") as canned:
+        canned.answer(reply)
+        emb = OpenAIEmbedder({"base_url": canned.url, "api_key": TEST_KEY, "model": "m", "dimensions": 4,
+                              "max_retries": 0})
+        await emb.embed(["x"])
+    assert emb.usage.by_role()["embedding"].input_tokens == 0
+
+
 def test_unknown_embedding_model_needs_dimensions():
-    with pytest.raises(ConfigError, match="set dimensions"):
+    with pytest.raises(ConfigError, match="the openai embedder does not know .*set dimensions"):
         OpenAIEmbedder({"model": "bge-m3", "base_url": "http://127.0.0.1:1/v1"})
 
 
