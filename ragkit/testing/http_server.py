@@ -398,3 +398,18 @@ def fake_relevance(query: str, document: str) -> float:
     """The fraction of the query's distinct words found in the document."""
     q = set(words(query))
     return len(q & set(words(document))) / len(q) if q else 0.0
+
+
+async def check_refused_stream_records_no_call(llm: Any, server: LoopbackServer, request: Any) -> None:
+    """A stream the server refuses (HTTP 400) before its first piece raises
+    ``ModelError`` and leaves no call in ``llm.usage``: the adapters' own tests."""
+    from ragkit.errors import ModelError
+
+    server.fail(400)
+    try:
+        _ = [piece async for piece in llm.stream(request)]
+    except ModelError:
+        pass
+    else:
+        raise AssertionError("a stream the server refused did not raise ModelError")
+    assert list(llm.usage.calls) == [] and llm.usage.by_role() == {}, "a refused stream recorded a call"

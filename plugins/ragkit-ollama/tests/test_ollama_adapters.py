@@ -17,7 +17,13 @@ from hypothesis import strategies as st
 
 from ragkit.errors import ConfigError, ModelError
 from ragkit.protocols.models import ChatRequest
-from ragkit.testing.http_server import CannedServer, count_tokens, fake_answer, fake_embedding
+from ragkit.testing.http_server import (
+    CannedServer,
+    check_refused_stream_records_no_call,
+    count_tokens,
+    fake_answer,
+    fake_embedding,
+)
 from ragkit_ollama import OllamaChat, OllamaEmbedder, ThinkFilter, strip_think
 from ragkit_ollama.testing import THINKING, OllamaServer
 
@@ -97,11 +103,7 @@ async def test_think_tags_kept_when_strip_think_is_off():
 
 
 async def test_a_stream_refused_before_its_first_piece_records_no_call(server):
-    llm = chat(server)
-    server.fail(400)
-    with pytest.raises(ModelError):
-        _ = [p async for p in llm.stream(REQUEST)]
-    assert list(llm.usage.calls) == [] and llm.usage.by_role() == {}
+    await check_refused_stream_records_no_call(chat(server), server, REQUEST)
 
 
 async def test_a_request_temperature_overrides_the_configured_one(server):

@@ -15,7 +15,13 @@ import pytest
 
 from ragkit.errors import ConfigError, ModelError
 from ragkit.protocols.models import ChatRequest, Message
-from ragkit.testing.http_server import CannedServer, count_tokens, fake_answer, fake_embedding
+from ragkit.testing.http_server import (
+    CannedServer,
+    check_refused_stream_records_no_call,
+    count_tokens,
+    fake_answer,
+    fake_embedding,
+)
 from ragkit_openai import OpenAIChat, OpenAIEmbedder
 from ragkit_openai.testing import TEST_KEY, OpenAIServer
 
@@ -93,11 +99,7 @@ async def test_stream_usage_can_be_turned_off(server):
 
 
 async def test_a_stream_refused_before_its_first_piece_records_no_call(server):
-    llm = chat(server)
-    server.fail(400)
-    with pytest.raises(ModelError):
-        _ = [p async for p in llm.stream(REQUEST)]
-    assert list(llm.usage.calls) == [] and llm.usage.by_role() == {}
+    await check_refused_stream_records_no_call(chat(server), server, REQUEST)
 
 
 def _completion(choices: list, **extra) -> dict:
