@@ -189,6 +189,39 @@ async def test_key_layout_prefix_and_hash_tag(stores, make_config, redis_url):
         await admin.aclose()
 
 
+async def test_doc_status_indexes_hold_every_member_at_score_0(stores, make_config, redis_url):
+    config = make_config("layout")
+    docs = await stores(RedisDocStatusStore, config)
+    await docs.upsert([rec("a"), rec("b", DocStatus.FAILED)])
+    base = f"ragkit:{{{config.workspace}:doc_status:layout}}"
+    admin = Redis.from_url(redis_url)
+    try:
+        assert await admin.zrange(f"{base}:ids", 0, -1, withscores=True) == [(b"a", 0.0), (b"b", 0.0)]
+        assert await admin.zrange(f"{base}:s:failed", 0, -1, withscores=True) == [(b"b", 0.0)]
+    finally:
+        await admin.aclose()
+
+
+async def test_a_page_skips_index_members_whose_record_moved_on_and_still_fills(stores, make_config, redis_url):
+    """A status index read just before a writer moved a record on (the index
+    says failed, the record says pending): the record is skipped, and the page
+    is filled from the members after it, without repeats.
+
+    Troubleshoot: ``RedisDocStatusStore._list_page``'s loop (``after``, ``want``).
+    """
+    config = make_config("moved")
+    docs = await stores(RedisDocStatusStore, config)
+    await docs.upsert([rec("a"), rec("b", DocStatus.FAILED), rec("c", DocStatus.FAILED), rec("d", DocStatus.FAILED)])
+    admin = Redis.from_url(redis_url)
+    try:  # what a reader racing the writer sees: "a" still listed as failed
+        await admin.zadd(f"ragkit:{{{config.workspace}:doc_status:moved}}:s:failed", {b"a": 0})
+    finally:
+        await admin.aclose()
+    assert [r.id for r in (await docs.list_page(DocStatus.FAILED, 2)).items] == ["b", "c"]
+    assert [r.id for r in (await docs.list_page(DocStatus.FAILED, 1)).items] == ["b"]
+    assert [r.id for r in (await docs.list_page(DocStatus.FAILED, 5)).items] == ["b", "c", "d"]
+
+
 async def test_workspaces_prefixes_and_kinds_do_not_share_keys(stores, make_config):
     """The same workspace/namespace/key under KV and doc status, and under two
     prefixes, are four independent records.
