@@ -60,11 +60,11 @@ class RerankAPIOptions(RemoteOptions):
 
 
 class RerankError(Exception):
-    """An HTTP error answer, carrying the response for ``ragkit.models.classify``."""
+    """An HTTP error answer, carrying the response for ``ragkit.models.classify``
+    (which reads its status and ``Retry-After`` there)."""
 
     def __init__(self, response: Any) -> None:
         self.response = response
-        self.status_code = response.status_code
         super().__init__(_server_message(response))
 
 
