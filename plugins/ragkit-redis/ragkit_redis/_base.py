@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ragkit.errors import InvalidValueError, StoreError
+from ragkit.errors import StoreError
 from ragkit.protocols.base import BaseStore
 from ragkit.protocols.lease import permit_of
 
@@ -63,11 +63,9 @@ class RedisOptions(BaseModel):
 
 
 def encode_key(key: str) -> bytes:
-    """A record key as bytes; lone surrogates cannot be stored."""
-    try:
-        return key.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidValueError(f"key {key[:40]!r} is not valid Unicode (lone surrogate)") from exc
+    """A record key as bytes (the protocols let no key with a lone surrogate
+    reach a store: ``storable_key``)."""
+    return key.encode("utf-8")
 
 
 def chunked(items: list[Any], size: int) -> Iterator[list[Any]]:

@@ -11,6 +11,7 @@ Troubleshoot: the words are ``RedisStore.errors(what)``'s argument at each call.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
@@ -51,7 +52,9 @@ CASES: list[tuple[str, str, Action, str]] = [
     ("kv", "mget", lambda s: s.get_many(["a"]), "failed to read records"),
     ("kv", "mset", lambda s: s.upsert({"b": {"text": "new words"}}), "failed to write records"),
     ("kv", "unlink", lambda s: s.delete(["a"]), "failed to delete records"),
-    ("kv", "zrange", lambda s: s.drop(), "failed to drop"),
+    ("kv", "zrange", lambda s: s.drop(), "failed to drop"),  # reading a page
+    ("kv", "zrem", lambda s: s.drop(), "failed to drop"),  # deleting it
+    ("kv", "del", lambda s: s.drop(), "failed to drop"),  # the indexes, at the end
     ("kv-text", "get", OPEN, "failed to read the text index's state"),
     ("kv-text", "eval", OPEN, "failed to index records' words"),
     ("kv-text", "hgetall", lambda s: s.search_text("words", 3), "failed to search records' words"),
@@ -106,3 +109,26 @@ async def test_refused_credentials_are_named_as_such(make_config, redis_url):
         await store.open()
     assert PASSWORD not in str(caught.value) and ":****@" in str(caught.value)
     assert not store.is_open
+
+
+def test_an_invalid_url_is_named_without_its_password():
+    from ragkit.protocols import StoreConfig
+
+    store = RedisKVStore(StoreConfig(namespace="n", options={"url": f"redis://u:{PASSWORD}@host:notaport/0"}))
+    with pytest.raises(StoreError, match=r"invalid Redis url 'redis://u:\*\*\*\*@host:notaport/0'") as caught:
+        asyncio.run(store.open())
+    assert PASSWORD not in str(caught.value)
+
+
+async def test_closing_a_store_closes_its_connections(make_config, redis_url):
+    admin = Redis.from_url(redis_url)
+    try:
+        before = (await admin.info("clients"))["connected_clients"]
+        for _ in range(3):
+            store = RedisKVStore(make_config("conns"))
+            await store.open()
+            await store.count()
+            await store.close()
+        assert (await admin.info("clients"))["connected_clients"] == before
+    finally:
+        await admin.aclose()
