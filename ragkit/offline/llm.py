@@ -53,6 +53,7 @@ _TYPES_LINE = re.compile(r"^Entity types: (.+?)\. Output language: .*$", re.MULT
 _PIECE = re.compile(r"\S+\s*|\s+")
 _INTERACTIVE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-offline")
 _BULK: ProcessPoolExecutor | None = None
+_BULK_PID = 0
 _BULK_ROLES = frozenset({"extraction", "summary"})
 """Where the rules run, off the event loop: an extraction is up to a second of
 CPU work, which on the loop would hold every request of a server while a
@@ -64,10 +65,15 @@ so they never queue behind an indexing run either."""
 
 
 def _bulk_pool() -> ProcessPoolExecutor:
-    global _BULK
-    if _BULK is None:  # spawned, not forked: the parent runs threads (the loop's, tiktoken's)
+    global _BULK, _BULK_PID
+    # Spawned, not forked: the parent runs threads (the loop's, tiktoken's). A
+    # forked copy of this process (a pre-forking server, multiprocessing's fork)
+    # holds the parent's executor without its threads: a task sent to it would
+    # wait forever, so each process makes its own.
+    if _BULK is None or _BULK_PID != os.getpid():
         _BULK = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
                                     initializer=_exit_with_parent, initargs=(os.getpid(),))
+        _BULK_PID = os.getpid()
     return _BULK
 
 

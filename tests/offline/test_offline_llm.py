@@ -221,3 +221,32 @@ def test_the_worker_keeps_one_adapter_per_options(monkeypatch):
     assert offline_llm._WORKER_RULES == kept and len(kept) == 1, "the same options: the same adapter"
     offline_llm._complete_in_worker({"answer_sentences": 4}, request)
     assert sorted(llm.options.answer_sentences for llm in offline_llm._WORKER_RULES.values()) == [2, 4]
+
+
+def test_a_forked_process_gets_its_own_worker():
+    """A fork of a process that used the worker (a pre-forking server) holds a
+    copy of the parent's pool without its threads: its extractions must not
+    wait on it forever."""
+    import asyncio
+    import os
+    import signal
+    import time
+
+    request = _bulk_requests()[0]
+    expected = OfflineLLM().completion(request)
+    assert asyncio.run(OfflineLLM().complete(request)) == expected  # the pool exists here now
+    pid = os.fork()
+    if pid == 0:  # the child: answer, or be killed by the parent
+        code = 2
+        try:
+            code = 0 if asyncio.run(OfflineLLM().complete(request)) == expected else 1
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 30
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise AssertionError("the forked process waited on its parent's worker for 30 s")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
