@@ -57,7 +57,8 @@ selected test calls the mutated function at all."""
 TARGET_SCORE = 0.95
 REPORT_SURVIVORS = 25
 TIMEOUT_MULTIPLIER = 4.0
-"""A mutant's CPU-time limit is 2 x this x (its tests' clean time + 1 s)."""
+"""A mutant's CPU-time limit is 2 x this x (its tests' clean time + the
+target's ``cpu_floor``, 1 s unless it says more)."""
 
 
 class TargetError(Exception):
@@ -71,6 +72,10 @@ class Target:
     tests: list[str]
     gate: bool = False
     also: list[str] = field(default_factory=list)
+    cpu_floor: float = 1.0
+    """Seconds added to a mutant's clean test time before its CPU limit is
+    computed: more where a mutant's tests do work the clean run had done
+    already (models loaded, pools started) and would otherwise be cut short."""
     source: str | None = None
     """Where the module's package lives in the repository, when not at its top
     (a plugin's: ``plugins/ragkit-redis/ragkit_redis``); it is linked at the
@@ -163,6 +168,7 @@ def stage(target: Target, root: Path) -> Path:
         # A mutant that loops forever is caught by its time limit: mutmut's
         # default (30x the tests' time in CPU seconds) spends minutes on each.
         "timeout_multiplier": TIMEOUT_MULTIPLIER,
+        "timeout_constant": target.cpu_floor,
     }
     text = (root / "pyproject.toml").read_text() if (root / "pyproject.toml").exists() else ""
     text += "\n[tool.mutmut]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in table.items())
