@@ -57,8 +57,14 @@ selected test calls the mutated function at all."""
 TARGET_SCORE = 0.95
 REPORT_SURVIVORS = 25
 TIMEOUT_MULTIPLIER = 4.0
-"""A mutant's CPU-time limit is 2 x this x (its tests' clean time + the
-target's ``cpu_floor``, 1 s unless it says more)."""
+"""A mutant's time limit (wall clock, mutmut's timer) is this x (its tests'
+clean time + the target's ``time_floor``, 1 s unless it says more)."""
+TIMEOUTS = {24, -24, 152}
+"""Exit codes of a mutant stopped by its time limit."""
+RETRY_MULTIPLIER = 16.0
+"""Timed-out mutants run once more, alone, with this multiplier: on a busy
+machine a correct but slowed mutant times out too, and a timeout counts as a
+kill. Only a mutant that times out again (one that hangs) is caught."""
 
 
 class TargetError(Exception):
@@ -72,8 +78,8 @@ class Target:
     tests: list[str]
     gate: bool = False
     also: list[str] = field(default_factory=list)
-    cpu_floor: float = 1.0
-    """Seconds added to a mutant's clean test time before its CPU limit is
+    time_floor: float = 1.0
+    """Seconds added to a mutant's clean test time before its time limit is
     computed: more where a mutant's tests do work the clean run had done
     already (models loaded, pools started) and would otherwise be cut short."""
     source: str | None = None
@@ -166,9 +172,9 @@ def stage(target: Target, root: Path) -> Path:
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "-x", "-q"],
         "also_copy": target.also,  # mutmut runs the tests from its copy: what they need must be in it
         # A mutant that loops forever is caught by its time limit: mutmut's
-        # default (30x the tests' time in CPU seconds) spends minutes on each.
+        # default (30x the tests' time) spends minutes on each.
         "timeout_multiplier": TIMEOUT_MULTIPLIER,
-        "timeout_constant": target.cpu_floor,
+        "timeout_constant": target.time_floor,
     }
     text = (root / "pyproject.toml").read_text() if (root / "pyproject.toml").exists() else ""
     text += "\n[tool.mutmut]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in table.items())
@@ -246,6 +252,7 @@ def run_target(target: Target, root: Path, equivalents: list[Equivalent], *, cou
     if done.returncode or all(codes.get(n) is None for n in chosen):
         tail = "\n".join(done.stdout.splitlines()[-25:])
         raise TargetError(f"{target.name}: mutmut failed (exit {done.returncode}; log {where / 'run.log'}):\n{tail}")
+    codes = _retry_timeouts(target, where, [n for n in chosen if codes.get(n) in TIMEOUTS]) or codes
     outcome = Outcome(target)
     lines = mutated_lines(target, where, [n for n in chosen if codes.get(n) in SURVIVED])
     for name in chosen:
@@ -264,6 +271,22 @@ def run_target(target: Target, root: Path, equivalents: list[Equivalent], *, cou
         else:
             outcome.other[name] = code
     return outcome
+
+
+def _retry_timeouts(target: Target, where: Path, names: list[str]) -> dict | None:
+    """Run timed-out mutants again, one at a time, with a longer limit
+    (``RETRY_MULTIPLIER``); their exit codes then, or None if there were none."""
+    if not names:
+        return None
+    print(f"   {len(names)} timed out: running them again with {RETRY_MULTIPLIER:g}x their clean time", flush=True)
+    text = (where / "pyproject.toml").read_text()
+    (where / "pyproject.toml").write_text(
+        text.replace(f"timeout_multiplier = {json.dumps(TIMEOUT_MULTIPLIER)}",
+                     f"timeout_multiplier = {json.dumps(RETRY_MULTIPLIER)}")
+    )
+    done = _mutmut(where, "run", "--max-children", "1", *names)
+    (where / "retry.log").write_text(done.stdout)
+    return _meta(target, where)["exit_code_by_key"]
 
 
 def write_report(outcomes: dict[str, dict], targets: dict[str, Target], path: Path) -> None:

@@ -141,3 +141,22 @@ def test_an_unknown_target_is_refused_by_name(capsys):
         _harness_module().main(["--only", "kv:nope"])
     assert exited.value.code == 2
     assert "no target named kv:nope; the targets: " in capsys.readouterr().err
+
+
+def test_a_mutant_timed_out_by_a_busy_machine_is_run_again_not_counted_as_killed(tmp_path):
+    """A correct but slower mutant (a nap of 1.01 s instead of 0.01) passes
+    the first time limit, as one slowed down by other work would: run again
+    with the longer limit, it finishes, and is reported as the survivor it is."""
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "__init__.py").write_text("")
+    (tmp_path / "toy" / "nap.py").write_text("import time\n\n\ndef nap():\n    time.sleep(0.01)\n    return 'rested'\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_nap.py").write_text(
+        "from toy.nap import nap\n\n\ndef test_nap():\n    assert nap() == 'rested'\n"
+    )
+    (tmp_path / "targets.toml").write_text(
+        '[targets."toy"]\nmodule = "toy/nap.py"\ntests = ["tests/test_nap.py"]\ntime_floor = 0.2\n'
+    )
+    done = _harness(tmp_path, "--report", str(tmp_path / "report.md"))
+    assert "timed out: running them again" in done.stdout, done.stdout + done.stderr
+    assert "nap: time.sleep(1.01)" in done.stdout and "SURVIVED" in done.stdout
