@@ -222,6 +222,29 @@ async def test_a_page_skips_index_members_whose_record_moved_on_and_still_fills(
     assert [r.id for r in (await docs.list_page(DocStatus.FAILED, 5)).items] == ["b", "c", "d"]
 
 
+@pytest.mark.parametrize(
+    ("layout", "limit", "items", "cursor"),
+    [("**f", 1, "c", None), ("*f**fff", 3, "bef", "f")],
+    ids=["stale-first-page", "stale-runs"],
+)
+async def test_pages_over_runs_of_moved_records_neither_repeat_nor_invent_a_next_page(
+    stores, make_config, redis_url, layout, limit, items, cursor
+):
+    """``*``: a member the failed index still lists whose record is pending."""
+    config = make_config("runs")
+    docs = await stores(RedisDocStatusStore, config)
+    ids = "abcdefg"[: len(layout)]
+    await docs.upsert([rec(i, DocStatus.FAILED if kind == "f" else DocStatus.PENDING) for i, kind in zip(ids, layout)])
+    admin = Redis.from_url(redis_url)
+    try:
+        stale = {i.encode(): 0 for i, kind in zip(ids, layout) if kind == "*"}
+        await admin.zadd(f"ragkit:{{{config.workspace}:doc_status:runs}}:s:failed", stale)
+    finally:
+        await admin.aclose()
+    page = await docs.list_page(DocStatus.FAILED, limit)
+    assert ("".join(r.id for r in page.items), page.next_cursor) == (items, cursor)
+
+
 async def test_workspaces_prefixes_and_kinds_do_not_share_keys(stores, make_config):
     """The same workspace/namespace/key under KV and doc status, and under two
     prefixes, are four independent records.
