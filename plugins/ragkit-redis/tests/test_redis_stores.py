@@ -381,3 +381,42 @@ async def test_text_fill_pages_through_the_index_at_any_batch_size(stores, make_
     indexed = await stores(RedisKVStore, config.model_copy(update={"text_field": "text"}))
     assert sorted(k for k, _ in await indexed.search_text("common", 10)) == [f"k{i}" for i in range(5)]
     assert [k for k, _ in await indexed.search_text("word3", 10)] == ["k3"]
+
+
+@pytest.mark.parametrize("kind", ["kv", "doc_status", "transition"])
+async def test_a_write_after_another_writer_took_the_fencing_counter_is_refused(stores, make_config, redis_url, kind):
+    """Under a Redis lease on the same server, a write WATCHes the lease's
+    fencing counter: once another acquisition moved it, the write is refused
+    even while this holder's own deadline has not passed (a forced takeover,
+    clocks that disagree), and nothing of it is applied.
+
+    Troubleshoot: ``RedisStore.commit`` / ``watch_fence``.
+    """
+    from ragkit.core.lock import LockSettings, WriterLock
+    from ragkit.errors import WriterLeaseLostError
+
+    config = make_config("fenced")
+    docs = await stores(RedisDocStatusStore, config)
+    store = await stores(RedisKVStore, config) if kind == "kv" else docs
+    if kind == "transition":
+        await docs.upsert([rec("t")])
+    lease = docs.writer_lease()
+    lock = WriterLock(lease, LockSettings(lease_ttl=30))
+    store.fence = lock
+    admin = Redis.from_url(redis_url)
+    try:
+        with pytest.raises(WriterLeaseLostError):
+            async with lock.hold("index"):
+                await admin.incr(lease.fence_key)  # what another writer's acquisition does
+                if kind == "kv":
+                    await store.upsert({"late": {"v": 1}})
+                elif kind == "doc_status":
+                    await store.upsert([rec("late")])
+                else:
+                    await docs.transition("t", DocStatus.PROCESSING)
+    finally:
+        store.fence = None
+        await admin.aclose()
+    assert await store.count() == (1 if kind == "transition" else 0)
+    if kind == "transition":
+        assert (await docs.get(["t"]))[0].status is DocStatus.PENDING
