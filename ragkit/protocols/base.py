@@ -394,12 +394,16 @@ class BaseStore(ABC):
 def storable_key(key: object) -> bool:
     """A key that can exist in a store: a non-empty str that encodes as UTF-8
     (lone surrogates cannot). Reads and deletes treat any other key as missing."""
-    if not isinstance(key, str) or not key:
-        return False
-    if key.isascii():  # the common case, without encoding
+    return isinstance(key, str) and bool(key) and valid_unicode(key)
+
+
+def valid_unicode(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (no lone surrogate): what every store
+    can keep."""
+    if text.isascii():  # the common case, without encoding
         return True
     try:
-        key.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragkit.errors import InvalidValueError
-from ragkit.protocols.base import BaseStore, distinct, in_order, storable_key, template
+from ragkit.protocols.base import BaseStore, distinct, in_order, storable_key, template, valid_unicode
 from ragkit.schema import Edge, Node, Subgraph
 
 EdgeKey = tuple[str, str]
@@ -508,11 +508,7 @@ def check_node_id(id: object) -> str:
 
 def _check_unicode(text: str, what: Callable[[], str]) -> None:
     """[graph.text.unicode]; ``what()`` names the value (built only on failure)."""
-    if text.isascii():
-        return
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    if not valid_unicode(text):
         raise InvalidValueError(
             f"{what()} holds a lone surrogate (not valid Unicode); clean it first (ragkit.core.text.clean)"
-        ) from None
+        )

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ragkit.errors import DimensionMismatchError, InvalidValueError
-from ragkit.protocols.base import KeyedStore, StoreConfig, in_order, storable_key, template, unique_keys
+from ragkit.protocols.base import KeyedStore, StoreConfig, in_order, storable_key, template, unique_keys, valid_unicode
 from ragkit.schema import JSONScalar, VectorHit, VectorRecord
 
 Filter = Mapping[str, Any]
@@ -321,23 +321,14 @@ class VectorStore(KeyedStore):
                     )
                 if isinstance(value, float) and not math.isfinite(value):
                     raise InvalidValueError(f"metadata {key!r} must be finite")
-                if not (key.isascii() and (not isinstance(value, str) or value.isascii())):
-                    _check_unicode(key, value)
+                if not valid_unicode(key) or isinstance(value, str) and not valid_unicode(value):
+                    raise InvalidValueError(
+                        f"metadata {key[:40]!r} holds a lone surrogate (not valid Unicode); clean it first "
+                        "(ragkit.core.text.clean)"
+                    )
                 plain[key] = _plain(value)
             out.append(plain)
         return out
-
-
-def _check_unicode(key: str, value: object) -> None:
-    """[vector.metadata.unicode]"""
-    for text in (key, value) if isinstance(value, str) else (key,):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidValueError(
-                f"metadata {key[:40]!r} holds a lone surrogate (not valid Unicode); clean it first "
-                "(ragkit.core.text.clean)"
-            ) from None
 
 
 def embedder_label(embedder: Any) -> str:
