@@ -52,7 +52,9 @@ class RedisOptions(BaseModel):
     batch_size: int = Field(default=1000, ge=1, le=100_000)
     """Keys per ``MGET``/``UNLINK`` and per page of key scans."""
     socket_timeout: float | None = Field(default=30.0, gt=0)
+    """Seconds a command, and a call waiting for a free connection, may take; ``None``: no limit."""
     max_connections: int = Field(default=50, ge=1)
+    """Connections per open store; more concurrent calls wait for a free one."""
 
     @field_validator("key_prefix")
     @classmethod
@@ -118,17 +120,21 @@ class RedisStore(BaseStore):
         return self.options.url
 
     async def _open(self) -> None:
-        from redis.asyncio import Redis
+        from redis.asyncio import BlockingConnectionPool, Redis
 
         try:
-            client = Redis.from_url(
+            # Blocking: a burst of more calls than max_connections waits for a
+            # free connection (up to socket_timeout) instead of failing with
+            # "Too many connections", which the plain pool raises.
+            pool = BlockingConnectionPool.from_url(
                 self.options.url,
-                decode_responses=False,
                 socket_timeout=self.options.socket_timeout,
                 max_connections=self.options.max_connections,
+                timeout=self.options.socket_timeout,
             )
         except ValueError as exc:
             raise StoreError(f"invalid Redis url {self._safe_url!r}: {exc}") from exc
+        client = Redis.from_pool(pool)  # owns the pool: closing the client closes it
         try:
             async with self.errors("connect"):
                 await client.ping()

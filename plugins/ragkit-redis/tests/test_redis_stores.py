@@ -336,6 +336,43 @@ async def test_concurrent_transitions_of_one_document_are_atomic(stores, make_co
     assert await first.counts() == {**{s: 0 for s in DocStatus}, DocStatus.PROCESSING: 1}
 
 
+async def test_a_transition_racing_a_writer_on_every_try_gives_up_with_a_named_error(stores, make_config, redis_url):
+    """When another client rewrites the record between every read and EXEC,
+    the transition stops after its bounded retries with a ``StoreError`` that
+    names the document and the status, and the record stays as the other
+    client left it.
+
+    Troubleshoot: ``RedisDocStatusStore._transition``'s retry loop and the
+    error after it.
+    """
+    from redis import Redis as SyncRedis
+
+    from ragkit.errors import StoreError
+    from ragkit_redis import doc_status
+
+    class Raced(RedisDocStatusStore):
+        tries: int | None = None  # counting once the transition starts
+
+        def _queue_upsert(self, pipe, rows):
+            if Raced.tries is not None:  # inside the transition, after the WATCH
+                Raced.tries += 1
+                key = self.record_key("doc")
+                other.set(key, other.get(key))  # another client's write: the EXEC must abort
+            super()._queue_upsert(pipe, rows)
+
+    other = SyncRedis.from_url(redis_url)
+    try:
+        docs = await stores(Raced, make_config("raced"))
+        await docs.upsert([rec("doc")])
+        Raced.tries = 0
+        with pytest.raises(StoreError, match=r"document 'doc' kept changing; transition to processing gave up after \d+ tries"):
+            await docs.transition("doc", DocStatus.PROCESSING)
+    finally:
+        other.close()
+    assert Raced.tries == doc_status._TRANSITION_RETRIES
+    assert [r.status for r in await docs.get(["doc"])] == [DocStatus.PENDING]
+
+
 async def test_status_sets_follow_replacing_upserts(stores, make_config):
     """Upserting a record with a new status (not through ``transition``) moves
     it between status sets: counts and status listings never show it twice.
@@ -366,6 +403,68 @@ async def test_unreachable_server_is_a_store_error():
     with pytest.raises(StoreError, match=r"redis://127\.0\.0\.1:1/0"):
         await store.open()
     assert not store.is_open
+
+
+async def test_a_burst_beyond_max_connections_waits_and_stays_within_it(stores, make_config, redis_url):
+    """Forty concurrent reads on a store with ``max_connections=2`` all
+    succeed, and the server sees them from at most two connections.
+
+    Troubleshoot: the client's pool must block (``BlockingConnectionPool``):
+    the plain pool fails the third concurrent call with "Too many
+    connections", and a pool without the bound opens forty.
+    """
+    kv = await stores(RedisKVStore, make_config("burst", max_connections=2))
+    await kv.upsert({"k": {"v": 1}})
+    marker = kv.record_key("k").decode()
+    addresses: set[str] = set()
+    monitor_client = Redis.from_url(redis_url)
+    try:
+        async with monitor_client.monitor() as monitor:
+            done = f"ragkit-burst-done-{uuid.uuid4().hex}"
+
+            async def collect() -> None:
+                while True:
+                    cmd = await monitor.next_command()
+                    if done in cmd["command"]:
+                        return
+                    if marker in cmd["command"]:
+                        addresses.add(f"{cmd['client_address']}:{cmd['client_port']}")
+
+            task = asyncio.create_task(collect())
+            results = await asyncio.gather(*(kv.get("k") for _ in range(40)))
+            await kv.client.echo(done)
+            await asyncio.wait_for(task, 10)
+    finally:
+        await monitor_client.aclose()
+    assert results == [{"v": 1}] * 40
+    assert 1 <= len(addresses) <= 2, addresses
+
+
+async def test_a_server_that_never_answers_fails_after_socket_timeout():
+    """Opening against a server that accepts the connection and never
+    replies raises ``StoreError`` after ``socket_timeout``, not never.
+
+    Troubleshoot: ``socket_timeout`` must reach the client's connections.
+    """
+    from ragkit.errors import StoreError
+
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)  # held open, never answered
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    store = RedisKVStore(StoreConfig(namespace="n", options={"url": f"redis://127.0.0.1:{port}/0", "socket_timeout": 0.5}))
+    try:
+        with pytest.raises(StoreError, match=f"cannot reach Redis at redis://127.0.0.1:{port}/0"):
+            await asyncio.wait_for(store.open(), 15)
+    finally:
+        for writer in accepted:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+    assert accepted and not store.is_open
 
 
 @pytest.mark.parametrize("batch_size", [1, 2, 1000])
