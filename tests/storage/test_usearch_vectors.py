@@ -127,3 +127,101 @@ async def test_drop_removes_the_saved_graph(tmp_path):
     async with store(tmp_path) as s:
         await s.drop()
     assert not list(folder.glob("entities.*.usearch")) and not store(tmp_path).sidecar.exists()
+
+
+async def test_catch_up_and_filtered_scans_page_through_more_rows_than_a_page(tmp_path, monkeypatch):
+    """With pages of 7 rows, a reader catches up with 50 rows another
+    instance wrote (and 3 it deleted), and a filtered query scans every page:
+    each row found once, none missed at a page's edge.
+
+    Troubleshoot: the keyset paging of ``_changed_rows`` and ``_scan``.
+    """
+    from ragkit.storage import usearch_vectors
+
+    monkeypatch.setattr(usearch_vectors, "PAGE", 7)
+    matrix = clustered(50)
+    names = ids(50)
+    async with store(tmp_path) as reader, store(tmp_path) as writer:
+        assert await reader.query(matrix[0], 1) == []  # the reader's graph is built, empty
+        await writer.upsert(names[:20], matrix[:20], [{"even": i % 2 == 0} for i in range(20)])
+        await writer.upsert(names[20:], matrix[20:], [{"even": i % 2 == 0} for i in range(20, 50)])
+        await writer.delete(names[:3])
+        assert sorted(h.id for h in await reader.query(matrix[10], 50)) == names[3:]
+        assert len(reader._graph) == 47
+        even = await reader.query(matrix[10], 50, filter={"even": True})
+        assert sorted(h.id for h in even) == [n for n in names[3:] if int(n[1:]) % 2 == 0]
+
+
+async def test_listing_reading_and_deleting_more_ids_than_one_statement_takes(tmp_path):
+    """2,500 rows: ``ids()`` and ``records()`` page through them each once,
+    ``get`` and ``delete`` of them all span several statements (SQLite's
+    bound-parameter limit), and the graph follows the delete.
+
+    Troubleshoot: ``_ids``/``_records``/``_after`` pages, ``chunked`` in
+    ``_keys``, ``_delete`` and ``_rows_where``.
+    """
+    n = 2500
+    matrix = clustered(n)
+    names = ids(n)
+    async with store(tmp_path) as s:
+        await s.upsert(names, matrix, [{"n": i} for i in range(n)])
+        assert sorted([i async for i in s.ids()]) == names
+        pages = [page async for page in s.records(batch=300)]
+        assert all(len(p) <= 300 for p in pages) and sorted(r.id for p in pages for r in p) == names
+        got = await s.get(names)
+        assert [r.metadata["n"] for r in got] == list(range(n))
+        assert np.allclose(np.stack([r.vector for r in got]), matrix)
+        await s.delete(names[:2000])
+        assert await s.count() == 500 and len(s._graph) == 500
+        assert sorted(h.id for h in await s.query(matrix[0], 600)) == names[2000:]
+
+
+async def test_the_graph_options_reach_the_graph(tmp_path):
+    """``connectivity``, ``expansion_add`` and ``expansion_search`` are the
+    graph's HNSW parameters, not only accepted options."""
+    async with store(tmp_path, connectivity=8, expansion_add=40, expansion_search=50) as s:
+        await s.upsert(ids(10), clustered(10))
+        assert (s._graph.connectivity, s._graph.expansion_add, s._graph.expansion_search) == (8, 40, 50)
+
+
+async def test_a_graph_saved_after_the_database_was_restored_from_a_backup_is_built_again(tmp_path):
+    """A saved graph that is newer than the database (the workspace's SQLite
+    file restored from a backup, the graph file not) is not loaded: it holds
+    vectors the database no longer has. The graph is built from the rows."""
+    import shutil
+
+    matrix = clustered(150)
+    async with store(tmp_path) as s:
+        await s.upsert(ids(100), matrix[:100])
+    folder = tmp_path / "backup"
+    folder.mkdir()
+    database = [p for p in (tmp_path / s.workspace).glob("ragkit.sqlite*")]
+    for p in database:
+        shutil.copy2(p, folder / p.name)
+    async with store(tmp_path) as s:
+        await s.upsert(ids(50, 100), matrix[100:])
+    for p in (tmp_path / s.workspace).glob("ragkit.sqlite*"):
+        p.unlink()
+    for p in folder.iterdir():
+        shutil.copy2(p, tmp_path / s.workspace / p.name)
+    async with store(tmp_path) as s:
+        assert await s.count() == 100 and len(s._graph) == 100
+        assert {h.id for h in await s.query(matrix[120], 100)} == set(ids(100))
+
+
+async def test_a_graph_that_cannot_be_saved_is_logged_and_built_again(tmp_path, caplog):
+    """When the graph cannot be written (its folder is a file), closing logs a
+    warning naming the folder and still closes; the next open builds the graph
+    from the rows."""
+    matrix = clustered(30)
+    s = store(tmp_path)
+    s.sidecar.parent.parent.mkdir(parents=True)
+    s.sidecar.parent.write_text("not a folder")
+    async with s:
+        await s.upsert(ids(30), matrix)
+    assert not s.is_open
+    assert any("could not save the vector graph of entities" in r.getMessage() and str(s.sidecar.parent) in r.getMessage()
+               for r in caplog.records if r.levelname == "WARNING")
+    async with store(tmp_path) as again:
+        assert len(again._graph) == 30
+        assert [h.id for h in await again.query(matrix[7], 1)] == ["v00007"]
