@@ -471,3 +471,24 @@ async def test_unreachable_server_is_a_store_error_without_the_password():
     with pytest.raises(StoreError, match=r"cannot reach PostgreSQL postgresql://u:\*\*\*\*@127\.0\.0\.1:1/db") as info:
         await store.open()
     assert "s3cret" not in str(info.value) and not store.is_open
+
+
+async def test_the_text_fill_indexes_every_page_of_a_large_namespace(stores, make_config):
+    """2,500 records written by a store given no text field are all indexed
+    when a store with one opens: the fill reads and indexes them a page
+    (1,000) at a time, the last partial page included, and a record written
+    afterwards without terms makes the next indexed open fill again.
+
+    Troubleshoot: ``PostgresKVStore._fill``'s pages and ``kv_text_filled``.
+    """
+    config = make_config("fill")
+    plain = await stores(PostgresKVStore, config)
+    await plain.upsert({f"k{i:04d}": {"text": f"common word{i}"} for i in range(2500)})
+    indexed_config = config.model_copy(update={"text_field": "text"})
+    indexed = await stores(PostgresKVStore, indexed_config)
+    for i in (0, 999, 1000, 1999, 2000, 2499):
+        assert [k for k, _ in await indexed.search_text(f"word{i}", 5)] == [f"k{i:04d}"]
+    assert len(await indexed.search_text("common", 3000)) == 2500
+    await plain.upsert({"late": {"text": "latecomer"}})
+    again = await stores(PostgresKVStore, indexed_config)
+    assert [k for k, _ in await again.search_text("latecomer", 5)] == ["late"]
