@@ -143,20 +143,68 @@ def test_an_unknown_target_is_refused_by_name(capsys):
     assert "no target named kv:nope; the targets: " in capsys.readouterr().err
 
 
-def test_a_mutant_timed_out_by_a_busy_machine_is_run_again_not_counted_as_killed(tmp_path):
-    """A correct but slower mutant (a nap of 1.01 s instead of 0.01) passes
-    the first time limit, as one slowed down by other work would: run again
-    with the longer limit, it finishes, and is reported as the survivor it is."""
+NAPS = "".join(f"def {name}():\n    time.sleep(0.01)\n    return 'rested'\n\n\n" for name in ("nap", "doze", "rest"))
+
+
+def test_mutants_timed_out_by_a_busy_machine_are_run_again_not_counted_as_killed(tmp_path):
+    """Correct but slower mutants (naps of 1.01 s instead of 0.01) pass the
+    first time limit, as ones slowed down by other work would: the probes run
+    again with the longer limit and finish, so the others run again too, and
+    all three are reported as the survivors they are."""
     (tmp_path / "toy").mkdir()
     (tmp_path / "toy" / "__init__.py").write_text("")
-    (tmp_path / "toy" / "nap.py").write_text("import time\n\n\ndef nap():\n    time.sleep(0.01)\n    return 'rested'\n")
+    (tmp_path / "toy" / "nap.py").write_text("import time\n\n\n" + NAPS)
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_nap.py").write_text(
-        "from toy.nap import nap\n\n\ndef test_nap():\n    assert nap() == 'rested'\n"
+        "from toy.nap import doze, nap, rest\n\n\n"
+        "def test_nap():\n    assert (nap(), doze(), rest()) == ('rested',) * 3\n"
     )
     (tmp_path / "targets.toml").write_text(
         '[targets."toy"]\nmodule = "toy/nap.py"\ntests = ["tests/test_nap.py"]\ntime_floor = 0.2\n'
     )
     done = _harness(tmp_path, "--report", str(tmp_path / "report.md"))
-    assert "timed out: running them again" in done.stdout, done.stdout + done.stderr
-    assert "nap: time.sleep(1.01)" in done.stdout and "SURVIVED" in done.stdout
+    out = done.stdout + done.stderr
+    assert "3 timed out: running 2 again alone" in out, out
+    assert "a probe finished (the machine was busy): running the other 1 again" in out, out
+    for name in ("nap", "doze", "rest"):
+        assert f"{name}: time.sleep(1.01)" in out, out
+    assert out.count("SURVIVED") == 3 and "NOT JUDGED" not in out, out
+
+
+LOOPS = """\
+def up():
+    i = 0
+    while i < 3:
+        i += 1
+    return i
+
+
+def down():
+    n = 3
+    while n > 0:
+        n -= 1
+    return n
+"""
+
+
+def test_when_every_probe_hangs_again_the_other_timeouts_stand_as_kills(tmp_path):
+    """Loops whose mutants never end (``i -= 1``, ``n += 1``, ...): the first
+    two timed-out mutants run again alone and hang again, so the others are
+    not run a third time, and every one of them counts as killed."""
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "__init__.py").write_text("")
+    (tmp_path / "toy" / "loops.py").write_text(LOOPS)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_loops.py").write_text(
+        "from toy.loops import down, up\n\n\ndef test_loops():\n    assert (up(), down()) == (3, 0)\n"
+    )
+    (tmp_path / "targets.toml").write_text(
+        '[targets."toy"]\nmodule = "toy/loops.py"\ntests = ["tests/test_loops.py"]\ntime_floor = 0.2\n'
+    )
+    done = _harness(tmp_path, "--report", str(tmp_path / "report.md"))
+    out = done.stdout + done.stderr
+    found = re.search(r"(\d+) timed out: running 2 again alone", out)
+    assert found and int(found.group(1)) >= 3, out
+    assert f"every probe hung again: the other {int(found.group(1)) - 2} timeouts stand" in out, out
+    assert "a probe finished" not in out and "NOT JUDGED" not in out, out
+    assert re.search(r"14 mutants: 12 killed, 0 equivalent, 2 survived, 0 other", out), out
