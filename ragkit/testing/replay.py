@@ -289,10 +289,14 @@ class ReplayLLM(ModelAdapter):
         high, low = question_keywords(question, self.recording.entity_names())
         return json.dumps({"high_level_keywords": high, "low_level_keywords": low})
 
+    def delay(self, request: ChatRequest) -> float:
+        """Seconds ``complete`` sleeps for ``request``: ``latency`` plus a share
+        of ``jitter`` taken from the prompt's digest (the same every run)."""
+        share = int(digest(request.prompt)[:8], 16) / 0xFFFFFFFF if self.options.jitter else 0.0
+        return self.options.latency + self.options.jitter * share
+
     async def complete(self, request: ChatRequest) -> Completion:
-        delay = self.options.latency
-        if self.options.jitter:
-            delay += self.options.jitter * int(digest(request.prompt)[:8], 16) / 0xFFFFFFFF
+        delay = self.delay(request)
         self._log("start", request)
         if delay:
             await asyncio.sleep(delay)

@@ -189,11 +189,21 @@ async def test_stream_concatenates_to_complete(docs):
 
 
 async def test_latency_and_jitter_are_deterministic(docs):
+    """Each call sleeps ``latency`` plus the share of ``jitter`` the prompt's
+    digest gives (its first 32 bits over 2**32 - 1): the same every run, and
+    spread over the whole range by different prompts."""
+    from ragkit.ids import digest
+
     llm = ReplayLLM({"latency": 0.02, "jitter": 0.02})
     request = build_extraction_request(docs[0]["passage"])
+    share = int(digest(request.prompt)[:8], 16) / 0xFFFFFFFF
+    assert llm.delay(request) == 0.02 + 0.02 * share
+    assert ReplayLLM({"latency": 0.5}).delay(request) == 0.5 and ReplayLLM().delay(request) == 0.0
+    delays = [ReplayLLM({"jitter": 1.0}).delay(build_extraction_request(d["passage"])) for d in docs[:200]]
+    assert all(0.0 <= d <= 1.0 for d in delays) and min(delays) < 0.05 and max(delays) > 0.95
     start = time.perf_counter()
     await asyncio.gather(*(llm.complete(request) for _ in range(5)))
-    assert 0.02 <= time.perf_counter() - start < 1.0
+    assert llm.delay(request) <= time.perf_counter() - start < 1.0
 
 
 def test_path_option_takes_the_file_or_its_folder():
