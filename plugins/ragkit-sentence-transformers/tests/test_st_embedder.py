@@ -207,10 +207,11 @@ async def test_a_query_sized_call_runs_on_small_batch_threads_and_restores_torch
     before = torch.get_num_threads()
     try:
         one = await embedder.embed(["Who founded the publisher of Climate Dynamics?"])
+        await embedder.embed([f"passage number {i}" for i in range(8)])  # SMALL_BATCH: still small
         await embedder.embed([f"passage number {i}" for i in range(9)])  # above SMALL_BATCH
         kept = await SentenceTransformerEmbedder({"small_batch_threads": 0}).embed(
             ["Who founded the publisher of Climate Dynamics?"])
     finally:
         hook.remove()
-    assert seen == [1, before, before] and torch.get_num_threads() == before
+    assert seen == [1, 1, before, before] and torch.get_num_threads() == before
     assert np.allclose(one, kept, atol=1e-5, rtol=0)
