@@ -82,3 +82,26 @@ async def test_a_classifier_with_several_labels_is_refused(tmp_path, tiny_ce):
     reranker = CrossEncoderReranker({"model": str(tmp_path / "nli")})
     with pytest.raises(ConfigError, match="3 output labels"):
         await reranker.scores("q", ["d"])
+
+
+async def test_max_length_is_set_per_call_and_the_model_id_says_it(tiny_ce):
+    """Adapters sharing one loaded model each score with their own
+    ``max_length``, whichever ran last; the default adapter's model id has no
+    suffix."""
+    filler = "one two three four five six seven eight nine ten"
+    docs = [filler, filler + " danube vienna river flows"]
+    plain = CrossEncoderReranker({"model": str(tiny_ce)})
+    cut = CrossEncoderReranker({"model": str(tiny_ce), "max_length": 12})
+    first = await plain.scores(QUERY, docs)
+    await cut.scores(QUERY, docs)
+    assert await plain.scores(QUERY, docs) == first and first[1] > first[0] + 0.1
+    assert plain.model_id == f"cross-encoder:{tiny_ce.resolve()}"
+
+
+async def test_no_documents_no_scores_and_a_failing_call_is_a_model_error(tiny_ce):
+    from ragkit.errors import ModelError
+
+    reranker = CrossEncoderReranker({"model": str(tiny_ce)})
+    assert await reranker.scores(QUERY, []) == []
+    with pytest.raises(ModelError, match=rf"cross-encoder model '{tiny_ce.resolve()}' failed to score 2 documents: \w+"):
+        await reranker.scores(QUERY, ["fine", None])  # type: ignore[list-item]
