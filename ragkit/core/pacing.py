@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -73,6 +74,17 @@ cores; more only queue for the GIL (a check of extractions holds it)."""
 
 _writer_pool: ThreadPoolExecutor | None = None
 _writer_guard = threading.Lock()
+
+
+def _forget_writer_threads() -> None:
+    # In a forked child (a pre-forking server, multiprocessing's fork): the
+    # parent's pool came without its threads, and a task sent to it would
+    # wait forever; the guard may have been held by a thread that is gone.
+    global _writer_pool, _writer_guard
+    _writer_pool, _writer_guard = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_writer_threads)
 
 
 def _writer_threads() -> ThreadPoolExecutor:

@@ -64,6 +64,16 @@ waited seconds). A query's keywords and answer are short: one worker thread,
 so they never queue behind an indexing run either."""
 
 
+def _fresh_interactive_pool() -> None:
+    # In a forked child: the parent's thread came without its thread (as
+    # with the bulk pool below), and a query's keywords would wait forever.
+    global _INTERACTIVE
+    _INTERACTIVE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-offline")
+
+
+os.register_at_fork(after_in_child=_fresh_interactive_pool)
+
+
 def _bulk_pool() -> ProcessPoolExecutor:
     global _BULK, _BULK_PID
     # Spawned, not forked: the parent runs threads (the loop's, tiktoken's). A

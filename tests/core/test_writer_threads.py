@@ -31,3 +31,14 @@ async def test_writer_threads_and_the_default_executor_do_not_starve_each_other(
     finally:
         hold.set()
     await asyncio.gather(*busy)
+
+
+def test_a_forked_process_gets_writer_threads_of_its_own():
+    """A fork of a process that used the writer's threads (a pre-forking
+    server, multiprocessing's fork) copies the pool without its threads: the
+    child's writer work must still run, not wait on them forever (every
+    mutmut child of a target whose tests index a document hung on this)."""
+    from ragkit.testing.forking import check_in_fork
+
+    assert asyncio.run(in_writer_thread(lambda: 6 * 7)) == 42  # the parent's threads are started now
+    check_in_fork(lambda: asyncio.run(asyncio.wait_for(in_writer_thread(lambda: 6 * 7), 20)) == 42)

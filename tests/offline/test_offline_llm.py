@@ -228,25 +228,23 @@ def test_a_forked_process_gets_its_own_worker():
     copy of the parent's pool without its threads: its extractions must not
     wait on it forever."""
     import asyncio
-    import os
-    import signal
-    import time
+
+    from ragkit.testing.forking import check_in_fork
 
     request = _bulk_requests()[0]
     expected = OfflineLLM().completion(request)
     assert asyncio.run(OfflineLLM().complete(request)) == expected  # the pool exists here now
-    pid = os.fork()
-    if pid == 0:  # the child: answer, or be killed by the parent
-        code = 2
-        try:
-            code = 0 if asyncio.run(OfflineLLM().complete(request)) == expected else 1
-        finally:
-            os._exit(code)
-    deadline = time.monotonic() + 30
-    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if done[0] == 0:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        raise AssertionError("the forked process waited on its parent's worker for 30 s")
-    assert os.waitstatus_to_exitcode(done[1]) == 0
+    check_in_fork(lambda: asyncio.run(OfflineLLM().complete(request)) == expected)
+
+
+def test_a_forked_process_answers_queries_on_a_thread_of_its_own():
+    """The same for a query's keywords and answer, which run on the
+    interactive thread: the parent used it, the child's must still run."""
+    import asyncio
+
+    from ragkit.core.prompts import build_keywords_request
+    from ragkit.testing.forking import check_in_fork
+
+    request = build_keywords_request("Who founded the publisher of Climate Dynamics?")
+    expected = asyncio.run(OfflineLLM().complete(request))  # the parent's thread is started now
+    check_in_fork(lambda: asyncio.run(OfflineLLM().complete(request)) == expected)
