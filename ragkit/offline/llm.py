@@ -65,7 +65,7 @@ so they never queue behind an indexing run either."""
 
 
 def _fresh_interactive_pool() -> None:
-    # In a forked child: the parent's thread came without its thread (as
+    # In a forked child: the parent's executor came without its thread (as
     # with the bulk pool below), and a query's keywords would wait forever.
     global _INTERACTIVE
     _INTERACTIVE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-offline")
