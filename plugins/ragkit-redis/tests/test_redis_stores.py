@@ -327,7 +327,8 @@ async def test_concurrent_transitions_of_one_document_are_atomic(stores, make_co
     async def attempt(store) -> bool:
         try:
             await store.transition("doc", DocStatus.PROCESSING)
-        except InvalidTransitionError:
+        except InvalidTransitionError as exc:  # lost the race: the message names the document
+            assert str(exc).startswith("document 'doc' cannot go from processing to processing"), exc
             return False
         return True
 
