@@ -17,6 +17,18 @@ FALLBACK_PASSAGES = [
 ]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _models_loaded_by_this_session():
+    """Each test session loads the models it uses itself: a session forked
+    from a process that had loaded them (each mutant's run under mutmut)
+    would otherwise reuse the parent's, and never run the loading code under test."""
+    from ragkit_sentence_transformers import _loading
+
+    with _loading._LOCK:
+        _loading._MODELS.clear()
+    yield
+
+
 @pytest.fixture(scope="session")
 def passages() -> list[str]:
     """300 real passages: MuSiQue's when its data folder is found, else a few fixed ones."""

@@ -105,3 +105,30 @@ async def test_no_documents_no_scores_and_a_failing_call_is_a_model_error(tiny_c
     assert await reranker.scores(QUERY, []) == []
     with pytest.raises(ModelError, match=rf"cross-encoder model '{tiny_ce.resolve()}' failed to score 2 documents: \w+"):
         await reranker.scores(QUERY, ["fine", None])  # type: ignore[list-item]
+
+
+async def test_batch_size_sets_the_pairs_per_forward_pass_and_no_progress_bar_shows(tiny_ce, capfd):
+    """Four documents with ``batch_size=1`` take four forward passes, with the
+    default one; and no progress bar reaches stderr even with
+    sentence-transformers' logger at INFO (a server's log would fill with one
+    per query)."""
+    import logging
+
+    reranker = CrossEncoderReranker({"model": str(tiny_ce), "batch_size": 1})
+    model = reranker.loaded_model()
+    passes: list[int] = []
+    hook = model.register_forward_pre_hook(lambda module, args: passes.append(1))
+    logger = logging.getLogger("sentence_transformers")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        capfd.readouterr()
+        await reranker.scores(QUERY, DOCS)
+        one_by_one = len(passes)
+        await CrossEncoderReranker({"model": str(tiny_ce)}).scores(QUERY, DOCS)
+        err = capfd.readouterr().err
+    finally:
+        logger.setLevel(level)
+        hook.remove()
+    assert (one_by_one, len(passes) - one_by_one) == (4, 1)
+    assert "Batches" not in err and "%|" not in err, err
