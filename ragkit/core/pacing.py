@@ -36,12 +36,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import os
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
+
+from ragkit.core.pools import PerProcess
 
 T = TypeVar("T")
 
@@ -72,31 +72,11 @@ WRITER_THREADS = 2
 """Threads for the writer's pure work: as many as this machine class has
 cores; more only queue for the GIL (a check of extractions holds it)."""
 
-_writer_pool: ThreadPoolExecutor | None = None
-_writer_guard = threading.Lock()
-
-
-def _forget_writer_threads() -> None:
-    # In a forked child (a pre-forking server, multiprocessing's fork): the
-    # parent's pool came without its threads, and a task sent to it would
-    # wait forever; the guard may have been held by a thread that is gone.
-    global _writer_pool, _writer_guard
-    _writer_pool, _writer_guard = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_writer_threads)
-
-
-def _writer_threads() -> ThreadPoolExecutor:
-    global _writer_pool
-    with _writer_guard:
-        if _writer_pool is None:
-            _writer_pool = ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="ragkit-writer")
-        return _writer_pool
+_writer_threads = PerProcess(lambda: ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="ragkit-writer"))
 
 
 async def in_writer_thread(fn: Callable[..., T], /, *args: object) -> T:
     """``asyncio.to_thread`` on the writer's own threads (see above): the
     default executor stays free for the requests' work."""
     call = functools.partial(contextvars.copy_context().run, fn, *args)
-    return await asyncio.get_running_loop().run_in_executor(_writer_threads(), call)
+    return await asyncio.get_running_loop().run_in_executor(_writer_threads.get(), call)

@@ -26,6 +26,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.core.pools import PerProcess
 from ragkit.core.prompts import (
     COMPLETE_MARKER,
     DEFAULT_ENTITY_TYPES,
@@ -51,9 +52,11 @@ OTHER = (
 )
 _TYPES_LINE = re.compile(r"^Entity types: (.+?)\. Output language: .*$", re.MULTILINE)
 _PIECE = re.compile(r"\S+\s*|\s+")
-_INTERACTIVE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-offline")
-_BULK: ProcessPoolExecutor | None = None
-_BULK_PID = 0
+_INTERACTIVE = PerProcess(lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-offline"))
+# Spawned, not forked: the parent runs threads (the loop's, tiktoken's).
+_BULK = PerProcess(lambda: ProcessPoolExecutor(
+    max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+    initializer=_exit_with_parent, initargs=(os.getpid(),)))
 _BULK_ROLES = frozenset({"extraction", "summary"})
 """Where the rules run, off the event loop: an extraction is up to a second of
 CPU work, which on the loop would hold every request of a server while a
@@ -62,29 +65,6 @@ summaries go to one worker process: in a thread, pure Python would hold the
 GIL, and the loop would wait for it at every switch (measured: ``/health``
 waited seconds). A query's keywords and answer are short: one worker thread,
 so they never queue behind an indexing run either."""
-
-
-def _fresh_interactive_pool() -> None:
-    # In a forked child: the parent's executor came without its thread (as
-    # with the bulk pool below), and a query's keywords would wait forever.
-    global _INTERACTIVE
-    _INTERACTIVE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-offline")
-
-
-os.register_at_fork(after_in_child=_fresh_interactive_pool)
-
-
-def _bulk_pool() -> ProcessPoolExecutor:
-    global _BULK, _BULK_PID
-    # Spawned, not forked: the parent runs threads (the loop's, tiktoken's). A
-    # forked copy of this process (a pre-forking server, multiprocessing's fork)
-    # holds the parent's executor without its threads: a task sent to it would
-    # wait forever, so each process makes its own.
-    if _BULK is None or _BULK_PID != os.getpid():
-        _BULK = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                    initializer=_exit_with_parent, initargs=(os.getpid(),))
-        _BULK_PID = os.getpid()
-    return _BULK
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -98,11 +78,6 @@ def _exit_with_parent(parent: int) -> None:
         os._exit(0)
 
     threading.Thread(target=watch, name="ragkit-offline-parent", daemon=True).start()
-
-
-def _drop_bulk_pool() -> None:
-    global _BULK
-    _BULK = None
 
 
 _WORKER_RULES: dict[str, OfflineLLM] = {}
@@ -146,11 +121,11 @@ class OfflineLLM(ModelAdapter):
             # The rules' own options only: a subclass's (a delay, a key) stay here.
             rules = {name: getattr(self.options, name) for name in OfflineOptions.model_fields}
             try:
-                return await loop.run_in_executor(_bulk_pool(), _complete_in_worker, rules, request)
+                return await loop.run_in_executor(_BULK.get(), _complete_in_worker, rules, request)
             except BrokenProcessPool:
-                _drop_bulk_pool()  # the worker died (killed, out of memory): the next call starts another
+                _BULK.drop()  # the worker died (killed, out of memory): the next call starts another
                 raise
-        return await loop.run_in_executor(_INTERACTIVE, self.completion, request)
+        return await loop.run_in_executor(_INTERACTIVE.get(), self.completion, request)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
         for piece in _PIECE.findall((await self.complete(request)).text):

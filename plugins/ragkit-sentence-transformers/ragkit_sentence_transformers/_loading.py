@@ -173,6 +173,14 @@ def load(what: str, source: ModelSource, device: str, factory: Callable[[str, st
     return loaded
 
 
+def forget_models() -> None:
+    """Drop this process's shared models: the next ``load`` builds again. For
+    a test session forked from a process that had loaded them (each mutant's
+    run under mutmut), which must run the loading code itself."""
+    with _LOCK:
+        _MODELS.clear()
+
+
 def _build(what: str, source: ModelSource, device: str, factory: Callable[[str, str], Loaded]) -> Loaded:
     quiet_transformers()
     try:

@@ -22,10 +22,9 @@ def _models_loaded_by_this_session():
     """Each test session loads the models it uses itself: a session forked
     from a process that had loaded them (each mutant's run under mutmut)
     would otherwise reuse the parent's, and never run the loading code under test."""
-    from ragkit_sentence_transformers import _loading
+    from ragkit_sentence_transformers._loading import forget_models
 
-    with _loading._LOCK:
-        _loading._MODELS.clear()
+    forget_models()
     yield
 
 

@@ -148,8 +148,9 @@ async def test_encoding_does_not_block_the_event_loop(passages):
 
 async def test_the_model_loads_once_per_process(minilm_folder):
     """Adapters with the same model and device share one loaded model, even when
-    first used from many threads at once; another device or model loads its own."""
+    first used from many threads at once; after ``forget_models`` it loads again."""
     model = str(minilm_folder / ".." / "minilm-raw")  # same folder, other spelling
+    _loading.forget_models()
     before = _loading.loads
     adapters = [SentenceTransformerEmbedder({"model": model, "batch_size": b}) for b in (1, 2, 3, 4)]
     barrier = threading.Barrier(len(adapters))
@@ -160,11 +161,13 @@ async def test_the_model_loads_once_per_process(minilm_folder):
 
     results = await asyncio.gather(*(asyncio.to_thread(first_use, a) for a in adapters))
     assert len({id(r.model) for r in results}) == 1
-    assert _loading.loads - before <= 1  # 0 when an earlier test loaded this folder
-    after = _loading.loads
+    assert _loading.loads - before == 1
     vectors = await asyncio.gather(*(a.embed(["same text"]) for a in adapters))
     assert all(np.allclose(v, vectors[0], atol=1e-5) for v in vectors)
-    assert _loading.loads == after
+    assert _loading.loads - before == 1
+    _loading.forget_models()
+    assert adapters[0]._loaded().model is not results[0].model
+    assert _loading.loads - before == 2
 
 
 def test_options_are_checked():
