@@ -264,7 +264,9 @@ class ReplayLLM(ModelAdapter):
             # Nothing was recorded for summaries: answer extractively (the
             # statements themselves), which is deterministic and invents nothing.
             self.summaries += 1
-            statements = request.prompt.partition("Statements:")[2].partition("Description:")[0]
+            # Every "- " line after the header: a statement may itself say
+            # "Description:", so the footer is not searched for.
+            statements = request.prompt.partition("\nStatements:\n")[2]
             return " ".join(
                 line[2:].strip() for line in statements.splitlines() if line.startswith("- ")
             )
@@ -292,7 +294,7 @@ class ReplayLLM(ModelAdapter):
     def delay(self, request: ChatRequest) -> float:
         """Seconds ``complete`` sleeps for ``request``: ``latency`` plus a share
         of ``jitter`` taken from the prompt's digest (the same every run)."""
-        share = int(digest(request.prompt)[:8], 16) / 0xFFFFFFFF if self.options.jitter else 0.0
+        share = int(digest(request.prompt)[:8], 16) / 0xFFFFFFFF
         return self.options.latency + self.options.jitter * share
 
     async def complete(self, request: ChatRequest) -> Completion:

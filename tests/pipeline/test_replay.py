@@ -10,6 +10,7 @@ state the rules, and the expected values here are derived from the README.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from pathlib import Path
@@ -235,16 +236,14 @@ async def test_each_role_gets_its_deterministic_answer(llm, tmp_path: Path):
     quote the first sentence of the context row sharing most words with the
     question, keywords apply the data set's rule; each is counted, and the
     call log has a start and an end line per call."""
-    import json
-
     from ragkit.core.prompts import build_aliases_request, build_keywords_request, build_summary_request
     from ragkit.query.answer import build_answer_request
 
     log = tmp_path / "calls.log"
     llm = ReplayLLM({"call_log": str(log)})
-    summary = build_summary_request("Gu Yao", ["Gu Yao leads it.", "She lives in Ningbo."], language="English",
-                                    max_tokens=100)
-    assert (await llm.complete(summary)).text == "Gu Yao leads it. She lives in Ningbo."
+    summary = build_summary_request("Gu Yao", ["Gu Yao leads it.", "Description: she lives in Ningbo.",
+                                               "Statements: two."], language="English", max_tokens=100)
+    assert (await llm.complete(summary)).text == "Gu Yao leads it. Description: she lives in Ningbo. Statements: two."
     assert (await llm.complete(build_aliases_request([("A", "B")]))).text == '{"same": []}'
     context = "\n".join([
         "-----Source chunks-----",
@@ -267,11 +266,17 @@ async def test_each_role_gets_its_deterministic_answer(llm, tmp_path: Path):
     assert keywords == {"high_level_keywords": high, "low_level_keywords": low}
     assert "Journal of Mathematical Physics" in low
     assert (llm.calls, llm.summaries, llm.alias_checks, llm.unknown_prompts) == (5, 1, 1, 0)
+    await llm.complete(summary)
+    await llm.complete(build_aliases_request([("A", "B")]))
+    glean = build_gleaning_request(build_extraction_request("a chunk"), COMPLETE_MARKER)
+    await llm.complete(glean)
+    await llm.complete(build_gleaning_request(glean, COMPLETE_MARKER))
+    assert (llm.calls, llm.summaries, llm.alias_checks, llm.gleanings) == (9, 2, 2, 2)
     assert (completion.usage.input_tokens, completion.usage.output_tokens) == (6, 8)  # words of prompt and text
     lines = [line.split() for line in log.read_text().splitlines()]
     assert [(line[0], line[2]) for line in lines[:4]] == [("start", "summary"), ("end", "summary"),
                                                            ("start", "aliases"), ("end", "aliases")]
-    assert len(lines) == 10 and all(line[1] == str(os.getpid()) for line in lines)
+    assert len(lines) == 18 and all(line[1] == str(os.getpid()) for line in lines)
     assert lines[0][3] == summary.cache_key(llm.model_id) and float(lines[1][4]) >= float(lines[0][4])
 
 
@@ -284,8 +289,6 @@ async def test_ties_go_to_the_first_context_row(llm):
 
 
 def test_load_musique_reads_the_folder_it_is_given(monkeypatch, tmp_path: Path):
-    import json
-
     for name, data in ((replay.CORPUS_FILE, [{"title": "t"}]), (OPENIE_FILE, {"docs": [{"passage": "p"}]}),
                        (replay.QUESTIONS_FILE, [{"id": "q"}])):
         (tmp_path / name).write_text(json.dumps(data), encoding="utf-8")
@@ -306,3 +309,38 @@ def test_missing_data_names_the_folders_tried(monkeypatch, tmp_path: Path):
         f"MuSiQue data not found (no {OPENIE_FILE} in " + ", ".join(str(f / "shared/data/musique") for f in folders)
         + ", ...): set RAGKIT_MUSIQUE_DIR"
     )
+
+
+async def test_an_answer_quotes_the_row_sharing_most_words_whatever_its_ref(llm):
+    """Overlaps decide, not refs (here in the opposite order); the first
+    sentence is quoted with its newlines made spaces and its own full stop
+    replaced by the citation's; a row without content quotes nothing."""
+    from ragkit.query.answer import build_answer_request
+
+    def ask(question: str, *rows: dict) -> ChatRequest:
+        context = "\n".join(json.dumps(row) for row in rows)
+        return build_answer_request(question, context, history=[], response_type="Short", language="English")
+
+    rows = [{"ref": 9, "content": "Alpha only."}, {"ref": 1, "content": "Alpha beta gamma. Then."},
+            {"ref": 4, "content": "Alpha beta. Then."}]
+    assert (await llm.complete(ask("alpha beta gamma?", *rows))).text == "Alpha beta gamma. [1]"
+    lines = {"ref": 2, "content": "Malcolm X\nspoke in\nHarlem."}
+    assert (await llm.complete(ask("who spoke in Harlem?", lines))).text == "Malcolm X spoke in Harlem. [2]"
+    x_last = {"ref": 3, "content": "They met Malcolm X. Then they left."}
+    assert (await llm.complete(ask("whom did they meet?", x_last))).text == "They met Malcolm X. [3]"
+    assert (await llm.complete(ask("anything?", {"ref": 5}))).text == ". [5]"
+
+
+def test_model_id_names_the_recording_it_replays():
+    from ragkit.ids import digest
+
+    text = (DATA / OPENIE_FILE).read_bytes().decode("utf-8", "replace")
+    assert ReplayLLM().model_id == f"replay:{digest(text)[:12]}"
+
+
+def test_a_fragment_matches_whole_words_runs_not_what_joining_them_makes():
+    """Whitespace runs count as one space on both sides, and nothing else
+    changes: a name occurs in a chunk only as its own letters."""
+    doc = {"title": "T", "passage": "a b", "extracted_entities": ["x", "a b", "a  b c"], "extracted_triples": []}
+    entities, _ = replay.canonical_extraction(doc, "a \n  b")
+    assert [e.name for e in entities] == ["a b"]

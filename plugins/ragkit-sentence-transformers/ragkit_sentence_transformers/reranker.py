@@ -79,15 +79,13 @@ class CrossEncoderReranker(ModelAdapter):
             attr = loaded.defaults["max_length_attr"]
             setattr(model, attr, self.options.max_length or loaded.defaults["max_length"])
             try:
-                out = model.predict(
-                    pairs, batch_size=self.options.batch_size, convert_to_numpy=True, show_progress_bar=False
-                )
+                out = model.predict(pairs, batch_size=self.options.batch_size, show_progress_bar=False)
             except Exception as exc:
                 raise ModelError(
                     f"cross-encoder model {self.source.name!r} failed to score {len(pairs)} documents: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-        return [float(x) for x in np.asarray(out, dtype=np.float64).reshape(len(pairs))]
+        return np.asarray(out).ravel().tolist()  # Python floats, one per pair (num_labels is 1)
 
 
 def _load_model(path: str, device: str) -> _loading.Loaded:
@@ -100,7 +98,13 @@ def _load_model(path: str, device: str) -> _loading.Loaded:
             f"cross-encoder model {path!r} has {model.num_labels} output labels; a reranker needs a "
             "model with one relevance score per pair (num_labels=1)"
         )
-    # sentence-transformers 6 renamed max_length to max_seq_length (the old name warns).
-    attr = "max_seq_length" if hasattr(type(model), "max_seq_length") else "max_length"
+    attr = max_length_attr(type(model))
     return _loading.Loaded(model, defaults={"max_length": getattr(model, attr), "max_length_attr": attr})
+
+
+def max_length_attr(model_class: type) -> str:
+    """The CrossEncoder attribute that holds the pairs' token limit:
+    sentence-transformers 6 renamed ``max_length`` (5.x) to ``max_seq_length``
+    and made the old name warn on every use."""
+    return "max_seq_length" if hasattr(model_class, "max_seq_length") else "max_length"
 

@@ -80,7 +80,8 @@ async def test_a_classifier_with_several_labels_is_refused(tmp_path, tiny_ce):
     for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json"):
         (tmp_path / "nli" / name).write_bytes((tiny_ce / name).read_bytes())
     reranker = CrossEncoderReranker({"model": str(tmp_path / "nli")})
-    with pytest.raises(ConfigError, match="3 output labels"):
+    with pytest.raises(ConfigError, match=r"3 output labels; a reranker needs a model with one relevance score "
+                                          r"per pair \(num_labels=1\)"):
         await reranker.scores("q", ["d"])
 
 
@@ -103,7 +104,7 @@ async def test_no_documents_no_scores_and_a_failing_call_is_a_model_error(tiny_c
 
     reranker = CrossEncoderReranker({"model": str(tiny_ce)})
     assert await reranker.scores(QUERY, []) == []
-    with pytest.raises(ModelError, match=rf"cross-encoder model '{tiny_ce.resolve()}' failed to score 2 documents: \w+"):
+    with pytest.raises(ModelError, match=rf"cross-encoder model '{tiny_ce.resolve()}' failed to score 2 documents: ValueError: "):
         await reranker.scores(QUERY, ["fine", None])  # type: ignore[list-item]
 
 
@@ -132,3 +133,31 @@ async def test_batch_size_sets_the_pairs_per_forward_pass_and_no_progress_bar_sh
         hook.remove()
     assert (one_by_one, len(passes) - one_by_one) == (4, 1)
     assert "Batches" not in err and "%|" not in err, err
+
+
+async def test_a_model_that_is_not_here_and_a_wrong_device_are_config_errors_naming_them(tiny_ce):
+    missing = CrossEncoderReranker({"model": "someorg/no-such-model"})
+    with pytest.raises(ConfigError, match=r"^CrossEncoder model 'someorg/no-such-model' is not available locally"):
+        await missing.scores(QUERY, DOCS)
+    wrong_device = CrossEncoderReranker({"model": str(tiny_ce), "device": "no-such-device"})
+    with pytest.raises(ConfigError, match="on device 'no-such-device'"):
+        await wrong_device.scores(QUERY, DOCS)
+
+
+def test_the_token_limit_is_set_under_the_name_the_installed_library_uses(tiny_ce):
+    """sentence-transformers 6 calls it ``max_seq_length`` (``max_length`` warns
+    at each use, which a server would log per query); 5.x calls it ``max_length``."""
+    import warnings
+
+    from sentence_transformers import CrossEncoder
+
+    from ragkit_sentence_transformers._loading import forget_models
+    from ragkit_sentence_transformers.reranker import max_length_attr
+
+    assert max_length_attr(CrossEncoder) == "max_seq_length"
+    assert max_length_attr(type("CrossEncoder5", (), {"max_length": 512})) == "max_length"
+    forget_models()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # in this thread: the model loads and scores here
+        scores = CrossEncoderReranker({"model": str(tiny_ce), "max_length": 12})._predict([(QUERY, DOCS[1])])
+    assert len(scores) == 1
