@@ -25,6 +25,7 @@ immediately before ``EXEC`` leaves (``Permit.send``).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -104,13 +105,24 @@ class RedisStore(BaseStore):
             yield
         except AuthenticationError as exc:
             raise StoreError(f"Redis at {self._safe_url} refused the credentials to {what}: {exc}") from exc
-        except (ConnectionError, TimeoutError) as exc:
-            raise StoreError(
-                f"cannot reach Redis at {self._safe_url} to {what}: {exc}; is the server running "
-                "and the url right?"
-            ) from exc
+        except ConnectionError as exc:
+            if isinstance(exc.__cause__, asyncio.TimeoutError):  # the pool's wait ran out, not the server
+                raise StoreError(
+                    f"all {self.options.max_connections} connections to Redis at {self._safe_url} stayed busy "
+                    f"for {self.options.socket_timeout:g} s, so a call could not {what}: raise max_connections "
+                    "(or socket_timeout), or make fewer concurrent calls"
+                ) from exc
+            raise self._unreachable(what, exc) from exc
+        except TimeoutError as exc:
+            raise self._unreachable(what, exc) from exc
         except RedisError as exc:
             raise StoreError(f"Redis at {self._safe_url} failed to {what}: {exc}") from exc
+
+    def _unreachable(self, what: str, exc: Exception) -> StoreError:
+        return StoreError(
+            f"cannot reach Redis at {self._safe_url} to {what}: {exc}; is the server running "
+            "and the url right?"
+        )
 
     @property
     def _safe_url(self) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timezone
@@ -18,7 +19,7 @@ from datetime import datetime, timezone
 import pytest
 from redis.asyncio import Redis
 
-from ragkit.errors import ConfigError, InvalidTransitionError
+from ragkit.errors import ConfigError, InvalidTransitionError, StoreError
 from ragkit.protocols import StoreConfig
 from ragkit.schema import DocStatus, DocStatusRecord
 from ragkit_redis import RedisDocStatusStore, RedisKVStore
@@ -348,7 +349,6 @@ async def test_a_transition_racing_a_writer_on_every_try_gives_up_with_a_named_e
     """
     from redis import Redis as SyncRedis
 
-    from ragkit.errors import StoreError
     from ragkit_redis import doc_status
 
     class Raced(RedisDocStatusStore):
@@ -404,6 +404,23 @@ async def test_unreachable_server_is_a_store_error():
     with pytest.raises(StoreError, match=r"redis://127\.0\.0\.1:1/0"):
         await store.open()
     assert not store.is_open
+
+
+async def test_a_call_that_finds_every_connection_busy_for_socket_timeout_fails_saying_so(stores, make_config):
+    """The wait for a free connection is bounded by ``socket_timeout``, and its
+    error says that the connections were busy (not that the server is down)."""
+    kv = await stores(RedisKVStore, make_config("busy", max_connections=1, socket_timeout=0.5))
+    await kv.upsert({"k": {"v": 1}})
+    held = await kv.client.connection_pool.get_connection()  # the one connection, busy elsewhere
+    try:
+        start = time.monotonic()
+        with pytest.raises(StoreError, match=r"all 1 connections to Redis at redis://\S+ stayed busy for 0.5 s, "
+                                             r"so a call could not .+: raise max_connections"):
+            await asyncio.wait_for(kv.get("k"), 10)
+        assert time.monotonic() - start >= 0.45
+    finally:
+        await kv.client.connection_pool.release(held)
+    assert await kv.get("k") == {"v": 1}
 
 
 async def test_a_burst_beyond_max_connections_waits_and_stays_within_it(stores, make_config, redis_url):
