@@ -500,6 +500,30 @@ async def test_text_fill_pages_through_the_index_at_any_batch_size(stores, make_
     assert [k for k, _ in await indexed.search_text("word3", 10)] == ["k3"]
 
 
+async def test_a_store_whose_lease_is_on_another_database_writes_under_its_deadline(stores, make_config, redis_url):
+    """The fencing counter can be WATCHed only where it lives: a store on
+    another Redis (here another database of the same server) than its lease
+    writes while the holder's deadline holds (``BaseStore.fence``), and is not
+    refused for a counter it cannot see."""
+    from urllib.parse import urlparse
+
+    from ragkit.core.lock import LockSettings, WriterLock
+
+    other = urlparse(redis_url)._replace(path="/1").geturl()
+    assert other != redis_url
+    config = make_config("elsewhere")
+    docs = await stores(RedisDocStatusStore, config.model_copy(update={"options": {"url": other}}))
+    kv = await stores(RedisKVStore, config)
+    lock = WriterLock(docs.writer_lease(), LockSettings(lease_ttl=30))
+    kv.fence = lock
+    try:
+        async with lock.hold("index"):
+            await kv.upsert({"k": {"v": 1}})
+    finally:
+        kv.fence = None
+    assert await kv.get("k") == {"v": 1}
+
+
 @pytest.mark.parametrize("kind", ["kv", "doc_status", "transition", "kv-counter-vanished"])
 async def test_a_write_after_another_writer_took_the_fencing_counter_is_refused(stores, make_config, redis_url, kind):
     """Under a Redis lease on the same server, a write WATCHes the lease's
