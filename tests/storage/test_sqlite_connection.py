@@ -97,3 +97,15 @@ def test_an_error_without_a_sqlite_result_code_is_a_store_error(tmp_path):
     db.close()
     with pytest.raises(StoreError, match="failed: Cannot operate on a closed database"):
         db.fetchall("SELECT 1")
+
+
+def test_a_database_that_cannot_be_created_names_its_path_and_why(tmp_path):
+    """A file where the database's folder must go: a ``ConfigError`` naming
+    the database and the operating system's reason."""
+    from ragkit.errors import ConfigError
+
+    (tmp_path / "ws").write_text("not a folder", encoding="utf-8")
+    path = tmp_path / "ws" / "ragkit.sqlite"
+    with pytest.raises(ConfigError) as caught:
+        Connection(path, "NORMAL")
+    assert str(caught.value) == f"cannot open SQLite database {path}: [Errno 17] File exists: '{tmp_path / 'ws'}'"
