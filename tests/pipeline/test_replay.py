@@ -331,11 +331,11 @@ async def test_an_answer_quotes_the_row_sharing_most_words_whatever_its_ref(llm)
     assert (await llm.complete(ask("anything?", {"ref": 5}))).text == ". [5]"
 
 
-def test_model_id_names_the_recording_it_replays():
+def test_model_id_names_the_recording_it_replays(llm):
     from ragkit.ids import digest
 
     text = (DATA / OPENIE_FILE).read_bytes().decode("utf-8", "replace")
-    assert ReplayLLM().model_id == f"replay:{digest(text)[:12]}"
+    assert llm.model_id == f"replay:{digest(text)[:12]}"
 
 
 def test_a_fragment_matches_whole_words_runs_not_what_joining_them_makes():

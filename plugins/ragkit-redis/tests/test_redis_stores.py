@@ -460,7 +460,8 @@ async def test_a_burst_beyond_max_connections_waits_and_stays_within_it(stores, 
 
 async def test_a_server_that_never_answers_fails_after_socket_timeout():
     """Opening against a server that accepts the connection and never
-    replies raises ``StoreError`` after ``socket_timeout``, not never.
+    replies raises ``StoreError`` after ``socket_timeout`` (0.5 s here; the
+    client library's own default is 5 s), not never.
 
     Troubleshoot: ``socket_timeout`` must reach the client's connections.
     """
@@ -474,9 +475,12 @@ async def test_a_server_that_never_answers_fails_after_socket_timeout():
     server = await asyncio.start_server(silent, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     store = RedisKVStore(StoreConfig(namespace="n", options={"url": f"redis://127.0.0.1:{port}/0", "socket_timeout": 0.5}))
+    start = time.monotonic()
     try:
-        with pytest.raises(StoreError, match=f"cannot reach Redis at redis://127.0.0.1:{port}/0"):
+        with pytest.raises(StoreError, match=f"cannot reach Redis at redis://127.0.0.1:{port}/0 to connect: .+; is the server "
+                                             "running and the url right\\?"):
             await asyncio.wait_for(store.open(), 15)
+        assert time.monotonic() - start < 4
     finally:
         for writer in accepted:
             writer.close()
@@ -522,6 +526,41 @@ async def test_a_store_whose_lease_is_on_another_database_writes_under_its_deadl
     finally:
         kv.fence = None
     assert await kv.get("k") == {"v": 1}
+
+
+async def test_a_write_whose_counter_moves_between_its_check_and_exec_is_refused(stores, make_config, redis_url):
+    """Another writer's acquisition can land after the write read the
+    counter and before its ``EXEC``: the WATCH aborts the transaction, and
+    the write is refused as when the counter had moved before, with nothing
+    of it applied.
+
+    Troubleshoot: ``RedisStore.commit``'s ``WatchError`` branch.
+    """
+    from ragkit.core.lock import LockSettings, WriterLock
+    from ragkit.errors import WriterLeaseLostError
+
+    admin = Redis.from_url(redis_url)
+
+    class Raced(RedisKVStore):
+        async def watch_fence(self, pipe, permit):
+            key = await super().watch_fence(pipe, permit)
+            if key is not None:  # a fenced write (not the fixture's drop)
+                await admin.incr(key)  # another writer took the lease just now
+            return key
+
+    config = make_config("raced")
+    docs = await stores(RedisDocStatusStore, config)
+    kv = await stores(Raced, config)
+    lock = WriterLock(docs.writer_lease(), LockSettings(lease_ttl=30))
+    kv.fence = lock
+    try:
+        with pytest.raises(WriterLeaseLostError):
+            async with lock.hold("index"):
+                await kv.upsert({"late": {"v": 1}})
+    finally:
+        kv.fence = None
+        await admin.aclose()
+    assert await kv.count() == 0
 
 
 @pytest.mark.parametrize("kind", ["kv", "doc_status", "transition", "kv-counter-vanished"])
