@@ -261,7 +261,7 @@ class Database:
     # -- schema ------------------------------------------------------------------------
 
     def table(self, name: str) -> str:
-        return f"{self.options.table_prefix}_{name}"
+        return table_name(self.options.table_prefix, name)
 
     async def _create_schema(self) -> None:
         """Create or upgrade every table, once per database, under a transaction
@@ -344,6 +344,20 @@ class Database:
 
 
 _CREATED = re.compile(r"^CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)")
+TABLES = frozenset({"schema", "kv", "kv_text_filled", "doc_status", "doc_status_gen", "doc_status_gone",
+                    "vector_stores", "nodes", "edges", "writer"})
+"""The tables ``_schema`` creates, without the prefix; with ``vectors_<dimension>``
+the names ``table_name`` accepts."""
+_VECTORS = re.compile(r"vectors_[1-9][0-9]*")
+
+
+def table_name(prefix: str, name: str) -> str:
+    """``<prefix>_<name>`` for a table of this plugin's schema. Any other name
+    is a programming error, refused here rather than sent as SQL: unquoted
+    identifiers fold to lower case, so a misspelt one may even reach a table."""
+    if name not in TABLES and not _VECTORS.fullmatch(name):
+        raise ValueError(f"ragkit-postgres has no table {name!r}")
+    return f"{prefix}_{name}"
 
 
 def _schema(p: str) -> list[str]:
@@ -451,7 +465,7 @@ class PostgresStore(BaseStore):
         return self._db
 
     def table(self, name: str) -> str:
-        return f"{self.options.table_prefix}_{name}"
+        return table_name(self.options.table_prefix, name)
 
     async def _open(self) -> None:
         self._db = await Database.attach(self.options)

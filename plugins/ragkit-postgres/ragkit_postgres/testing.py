@@ -7,6 +7,7 @@ contract run and backend matrix the options of every store: the server at
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,24 @@ def postgres_options(tmp_path: Path | None = None) -> dict[str, Any]:
         5432,
     )
     return {"dsn": url}
+
+
+def fresh_prefix() -> str:
+    """A ``table_prefix`` no other test uses: its own tables, made on first open."""
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+async def drop_prefix(url: str, prefix: str) -> None:
+    """Drop every table of ``prefix`` from the server at ``url``."""
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        tables = await conn.fetch("SELECT tablename FROM pg_tables WHERE tablename LIKE $1", prefix + "\\_%")
+        for (name,) in tables:
+            await conn.execute(f'DROP TABLE "{name}"')
+    finally:
+        await conn.close()
 
 
 CONTRACT_OPTIONS = {

@@ -36,26 +36,13 @@ from ragkit_postgres import (
     PostgresKVStore,
     PostgresVectorStore,
 )
+from ragkit_postgres.testing import drop_prefix, fresh_prefix
 
 T0 = datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 
 
 def rec(id: str, status: DocStatus = DocStatus.PENDING) -> DocStatusRecord:
     return DocStatusRecord(id=id, status=status, created_at=T0, updated_at=T0)
-
-
-def fresh_prefix() -> str:
-    return f"t{uuid.uuid4().hex[:12]}"
-
-
-async def drop_prefix(url: str, prefix: str) -> None:
-    conn = await asyncpg.connect(url)
-    try:
-        tables = await conn.fetch("SELECT tablename FROM pg_tables WHERE tablename LIKE $1", prefix + "\\_%")
-        for (name,) in tables:
-            await conn.execute(f'DROP TABLE "{name}"')
-    finally:
-        await conn.close()
 
 
 async def test_schema_is_versioned_and_a_newer_one_is_refused(make_config, postgres_url):
@@ -174,6 +161,50 @@ async def test_a_table_that_doubled_is_analysed_after_its_commit_and_searches_wa
             finally:
                 await conn.close()
     finally:
+        await drop_prefix(postgres_url, prefix)
+
+
+async def test_every_bulk_write_counts_its_rows_for_the_planner(make_config, postgres_url):
+    """Each store passes the rows it changes, per table, to the statistics
+    (``write(what, rows)``): 1,500 rows written to a fresh table have it
+    analysed when the write commits, and 1,500 more changes on those rows
+    again (a doubling, see the test above). Without the count, the planner
+    is left with no statistics until autovacuum's turn.
+
+    Troubleshoot: the ``rows`` argument of each store's ``write()`` calls.
+    """
+    n, prefix, ws = 1500, fresh_prefix(), f"w{uuid.uuid4().hex[:8]}"
+    conn = await asyncpg.connect(postgres_url)
+
+    async def analyses(table: str) -> int:
+        return await conn.fetchval("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = $1",
+                                   f"{prefix}_{table}")
+
+    def config(namespace: str, text_field: str | None = None) -> StoreConfig:
+        return make_config(namespace, ws, table_prefix=prefix).model_copy(update={"text_field": text_field})
+
+    try:
+        kv, docs, graph = (PostgresKVStore(config("kv")), PostgresDocStatusStore(config("docs")),
+                           PostgresGraphStore(config("g")))
+        async with kv, docs, graph:
+            await kv.upsert({f"k{i}": {"text": f"word{i}"} for i in range(n)})
+            await docs.upsert([rec(f"d{i}") for i in range(n)])
+            await graph.upsert_nodes({f"n{i}": {"i": i} for i in range(n)})
+            await graph.upsert_edges([(f"n{i}", f"n{i + 1}", {}) for i in range(n)])
+            # The edges' ends count as nodes written (1,501 on 1,500): the nodes' second analysis.
+            assert [await analyses(t) for t in ("kv", "doc_status", "nodes", "edges")] == [1, 1, 2, 1]
+            async with PostgresKVStore(config("kv", text_field="text")) as text:  # the fill: n rows updated
+                assert await analyses("kv") == 2
+                await text.upsert({"k0": {"text": "changed"}})  # indexed: the namespace stays filled
+            async with PostgresKVStore(config("kv", text_field="text")):  # filled: nothing to update
+                assert await analyses("kv") == 2
+            await kv.delete([f"k{i}" for i in range(n)])
+            await docs.delete([f"d{i}" for i in range(n)])
+            await graph.delete_edges([(f"n{i}", f"n{i + 1}") for i in range(n)])
+            await graph.delete_nodes([f"n{i}" for i in range(n + 1)])
+            assert [await analyses(t) for t in ("kv", "doc_status", "nodes", "edges")] == [3, 2, 3, 2]
+    finally:
+        await conn.close()
         await drop_prefix(postgres_url, prefix)
 
 
@@ -492,3 +523,19 @@ async def test_the_text_fill_indexes_every_page_of_a_large_namespace(stores, mak
     await plain.upsert({"late": {"text": "latecomer"}})
     again = await stores(PostgresKVStore, indexed_config)
     assert [k for k, _ in await again.search_text("latecomer", 5)] == ["late"]
+
+
+def test_table_names_are_the_schemas_own():
+    """``table_name`` knows exactly the tables the schema creates (and the
+    vectors' tables, one per dimension), and refuses any other name."""
+    import re
+
+    from ragkit_postgres._db import TABLES, _schema, table_name
+
+    created = {m.group(1).removeprefix("p_") for m in (re.match(r"CREATE TABLE IF NOT EXISTS (\w+)", s)
+                                                     for s in _schema("p")) if m}
+    assert TABLES == created | {"schema"}
+    assert (table_name("pre", "kv"), table_name("pre", "vectors_384")) == ("pre_kv", "pre_vectors_384")
+    for bad in ("KV", "XXkvXX", "vectors_0", "vectors_", "kv; DROP TABLE x", "None"):
+        with pytest.raises(ValueError, match=f"ragkit-postgres has no table {re.escape(repr(bad))}"):
+            table_name("pre", bad)
