@@ -13,23 +13,26 @@ argument at each call.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlparse
 
 import asyncpg
+import numpy as np
 import pytest
 
 from ragkit.errors import StoreError
 from ragkit.protocols import StoreConfig
 from ragkit.schema import DocStatus, DocStatusRecord
-from ragkit_postgres import PostgresDocStatusStore, PostgresKVStore
+from ragkit_postgres import PostgresDocStatusStore, PostgresGraphStore, PostgresKVStore, PostgresVectorStore
 from ragkit_postgres.testing import drop_prefix, fresh_prefix
 
 T0 = datetime(2024, 1, 2, tzinfo=timezone.utc)
 PASSWORD = "s3cret-pw"
-STORES = {"kv": PostgresKVStore, "kv-text": PostgresKVStore, "doc_status": PostgresDocStatusStore}
+STORES = {"kv": PostgresKVStore, "kv-text": PostgresKVStore, "doc_status": PostgresDocStatusStore,
+          "graph": PostgresGraphStore, "vector": PostgresVectorStore, "vector-walk": PostgresVectorStore}
+OPTIONS = {"vector-walk": {"exact_search_below": 0}}  # a search walks the index: no count first
 
 
 def _doc(id: str) -> DocStatusRecord:
@@ -37,7 +40,11 @@ def _doc(id: str) -> DocStatusRecord:
 
 
 async def _keys(store: Any) -> list[str]:
-    return [k async for k in store.keys()]
+    return await _listed(store.keys())
+
+
+async def _listed(items: AsyncIterator[Any]) -> list[Any]:
+    return [item async for item in items]
 
 
 Action = Callable[[Any], Awaitable[object]]
@@ -69,7 +76,39 @@ CASES: list[tuple[str, str, str, Action, str]] = [
     ("doc_status", "SELECT", "doc_status", lambda s: s.list_page(None, 10), "failed to list documents"),
     ("doc_status", "SELECT", "doc_status_gen", lambda s: s.generation(), "failed to read the generation"),
     ("doc_status", "SELECT", "doc_status_gone", lambda s: s.changes_since(0), "failed to read the changes"),
+    ("graph", "INSERT", "nodes", lambda s: s.upsert_nodes({"x": {}}), "failed to write nodes"),
+    ("graph", "INSERT", "edges", lambda s: s.upsert_edges([("x", "y", {})]), "failed to write edges"),
+    ("graph", "DELETE", "edges", lambda s: s.delete_nodes(["n1"]), "failed to delete nodes"),
+    ("graph", "DELETE", "edges", lambda s: s.delete_edges([("n1", "n2")]), "failed to delete edges"),
+    ("graph", "DELETE", "nodes", lambda s: s.drop(), "failed to drop"),
+    ("graph", "SELECT", "nodes", lambda s: s.get_nodes(["n1"]), "failed to read nodes"),
+    ("graph", "SELECT", "edges", lambda s: s.get_edges([("n1", "n2")]), "failed to read edges"),
+    ("graph", "SELECT", "edges", lambda s: s.nodes_edges(["n1"]), "failed to read a neighbourhood"),
+    ("graph", "SELECT", "nodes", lambda s: s.context(["n1"]), "failed to read a neighbourhood"),
+    ("graph", "SELECT", "edges", lambda s: s.degrees(["n1"]), "failed to count degrees"),
+    ("graph", "SELECT", "nodes", lambda s: s.node_count(), "failed to count nodes"),
+    ("graph", "SELECT", "edges", lambda s: s.edge_count(), "failed to count edges"),
+    ("graph", "SELECT", "nodes", lambda s: _listed(s.nodes()), "failed to list records"),
+    ("graph", "SELECT", "edges", lambda s: _listed(s.edges()), "failed to list edges"),
+    ("graph", "SELECT", "nodes", lambda s: s.labels(), "failed to list node ids"),
+    ("vector", "SELECT", "vector_stores", OPEN, "failed to read the vector store's embedder"),
+    ("vector", "INSERT", "vectors_4", lambda s: s.upsert(["v2"], np.ones((1, 4))), "failed to write vectors"),
+    ("vector", "SELECT", "vectors_4", lambda s: s.query(np.ones(4), 3), "failed to count vectors"),
+    ("vector-walk", "SELECT", "vectors_4", lambda s: s.query(np.ones(4), 3), "failed to search vectors"),
+    ("vector", "SELECT", "vectors_4", lambda s: s.get(["v1"]), "failed to read vectors"),
+    ("vector", "SELECT", "vectors_4", lambda s: s.count(), "failed to count records"),
+    ("vector", "DELETE", "vectors_4", lambda s: s.delete(["v1"]), "failed to delete records"),
+    ("vector", "DELETE", "vectors_4", lambda s: s.drop(), "failed to drop"),
 ]
+
+
+SEEDS: dict[str, Action] = {
+    "kv": lambda s: s.upsert({"a": {"text": "old words"}}),  # no terms: an open with a text field indexes it
+    "doc_status": lambda s: s.upsert([_doc("d1")]),
+    "graph": lambda s: s.upsert_edges([("n1", "n2", {"w": 1})]),
+    "vector": lambda s: s.upsert(["v1"], np.ones((1, 4))),
+}
+SEEDS["kv-text"], SEEDS["vector-walk"] = SEEDS["kv"], SEEDS["vector"]
 
 
 @pytest.mark.parametrize(("kind", "privilege", "table", "action", "words"), CASES,
@@ -78,17 +117,14 @@ async def test_a_refused_statement_names_the_operation_and_hides_the_password(
     make_config, postgres_url, kind, privilege, table, action, words
 ):
     prefix, role = fresh_prefix(), f"ragkit_{uuid.uuid4().hex[:8]}"
-    config: StoreConfig = make_config("errs", table_prefix=prefix)
+    config: StoreConfig = make_config("errs", dimension=4, table_prefix=prefix)
     admin = await asyncpg.connect(postgres_url)
     try:
         # The tables, and what the actions find there (kept: the tables are dropped at the end).
-        seed = (PostgresDocStatusStore if kind == "doc_status" else PostgresKVStore)(config)
+        seed = STORES[kind](config)
         await seed.open()
         try:
-            if kind == "doc_status":
-                await seed.upsert([_doc("d1")])
-            else:  # a row without terms: an open with a text field has it to index
-                await seed.upsert({"a": {"text": "old words"}})
+            await SEEDS[kind](seed)
         finally:
             await seed.close()
         await admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'")
@@ -99,7 +135,8 @@ async def test_a_refused_statement_names_the_operation_and_hides_the_password(
         url = urlparse(postgres_url)
         dsn = url._replace(netloc=f"{role}:{PASSWORD}@{url.hostname}:{url.port}").geturl()
         text_field = "text" if kind == "kv-text" else None
-        store = STORES[kind](config.model_copy(update={"options": {**config.options, "dsn": dsn},
+        options = {**config.options, **OPTIONS.get(kind, {}), "dsn": dsn}
+        store = STORES[kind](config.model_copy(update={"options": options,
                                                        "text_field": text_field}))
         try:
             if action is not OPEN:
