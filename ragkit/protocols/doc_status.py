@@ -71,7 +71,8 @@ class DocStatusStore(KeyedStore):
       with a full page whose ``next_cursor`` is ``None``, never with an extra
       empty page; a page with a ``next_cursor`` holds exactly ``limit`` items.
     - [doc_status.transition.lifecycle] ``transition`` follows
-      ``ALLOWED_TRANSITIONS`` and refuses a missing document.
+      ``ALLOWED_TRANSITIONS`` and refuses a missing document; the
+      ``InvalidTransitionError`` names the document (``transitioned`` does).
 
     With ``Capability.GENERATION`` (optional; ``generation()`` is ``None`` without it):
 
@@ -149,7 +150,11 @@ class DocStatusStore(KeyedStore):
             except ValueError as exc:
                 raise InvalidValueError(f"unknown document status {status!r}") from exc
         # One more than asked: whether there is a next page.
-        items = [_record(data) for data in await self._list_page(status, limit + 1, cursor)]
+        rows = await self._list_page(status, limit + 1, cursor)
+        if len(rows) > limit + 1:  # an adapter that ignored its limit would read a whole store per page
+            raise StoreError(f"{type(self).__name__}._list_page returned {len(rows)} records when asked for at "
+                             f"most {limit + 1}: the adapter must apply its limit")
+        items = [_record(data) for data in rows]
         more = len(items) > limit
         items = items[:limit]
         return DocStatusPage(items=items, next_cursor=items[-1].id if more else None)

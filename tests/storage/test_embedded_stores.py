@@ -813,3 +813,20 @@ async def test_a_graph_file_of_another_format_is_refused_by_name(tmp_path, conte
     store.path.write_bytes(content)
     with pytest.raises(StoreError, match=r"cannot read graph file .*not a ragkit\.networkx-graph/1 file; restore"):
         await store.open()
+
+
+async def test_a_doc_status_adapter_that_ignores_its_page_limit_is_named(tmp_path):
+    """``list_page`` asks ``_list_page`` for ``limit + 1`` records; an adapter
+    that returns more (it ignored the limit, and reads a whole store per page)
+    is refused by the base class with a message naming it."""
+
+    class Unlimited(SQLiteDocStatusStore):
+        async def _list_page(self, status, limit, after):
+            return await super()._list_page(status, 1_000, after)
+
+    async with Unlimited(cfg(tmp_path)) as ds:
+        await ds.upsert([DocStatusRecord(id=f"d{i}") for i in range(5)])
+        assert len((await ds.list_page(limit=4)).items) == 4  # 5 rows: as many as asked
+        with pytest.raises(StoreError, match=r"^Unlimited\._list_page returned 5 records when asked for at most 3: "
+                                             "the adapter must apply its limit$"):
+            await ds.list_page(limit=2)

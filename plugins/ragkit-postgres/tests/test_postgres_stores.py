@@ -539,3 +539,28 @@ def test_table_names_are_the_schemas_own():
     for bad in ("KV", "XXkvXX", "vectors_0", "vectors_", "kv; DROP TABLE x", "None"):
         with pytest.raises(ValueError, match=f"ragkit-postgres has no table {re.escape(repr(bad))}"):
             table_name("pre", bad)
+
+
+async def test_a_document_written_again_leaves_no_tombstone(stores, make_config, postgres_url):
+    """A delete leaves a tombstone (the change feed reports the id as gone);
+    writing the document again removes it, so the table of tombstones does
+    not grow by one row per rewrite of a once-deleted document.
+
+    Troubleshoot: ``PostgresDocStatusStore._write_rows``' second statement.
+    """
+    config = make_config("tombs")
+    docs = await stores(PostgresDocStatusStore, config)
+    conn = await asyncpg.connect(postgres_url)
+    try:
+        async def tombstones() -> int:
+            return await conn.fetchval("SELECT count(*) FROM ragkit_doc_status_gone WHERE workspace = $1 "
+                                       "AND namespace = $2", config.workspace, config.namespace)
+
+        await docs.upsert([rec("d"), rec("e")])
+        await docs.delete(["d", "e"])
+        assert await tombstones() == 2
+        await docs.upsert([rec("d")])
+        assert await tombstones() == 1
+        assert (await docs.get(["d"]))[0] is not None
+    finally:
+        await conn.close()

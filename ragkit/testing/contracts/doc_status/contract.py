@@ -304,18 +304,18 @@ class DocStatusTransitionTests:
             assert out.updated_at >= rec.updated_at
             await assert_get(adapter, {"d": expected}, ["d"])
         else:
-            with pytest.raises(InvalidTransitionError):
+            with pytest.raises(InvalidTransitionError, match=f"document 'd' cannot go from {source.value} to "):
                 await adapter.transition("d", target)
             await assert_get(adapter, {"d": rec}, ["d"])
 
     @checks("doc_status.transition.lifecycle")
     async def test_transition_of_a_missing_document_is_refused(self, adapter):
         """``transition`` of an id with no record raises ``InvalidTransitionError``
-        and creates nothing.
+        naming it, and creates nothing.
 
         Troubleshoot: check the record exists before changing it.
         """
-        with pytest.raises(InvalidTransitionError):
+        with pytest.raises(InvalidTransitionError, match="document 'missing' has no status record"):
             await adapter.transition("missing", DocStatus.PROCESSING)
         assert await adapter.count() == 0
 
