@@ -30,7 +30,7 @@ from ragkit_postgres.testing import drop_prefix, fresh_prefix
 
 T0 = datetime(2024, 1, 2, tzinfo=timezone.utc)
 PASSWORD = "s3cret-pw"
-STORES = {"kv": PostgresKVStore, "kv-text": PostgresKVStore, "doc_status": PostgresDocStatusStore,
+STORES = {"kv": PostgresKVStore, "kv-text": PostgresKVStore, "kv-indexed": PostgresKVStore, "doc_status": PostgresDocStatusStore,
           "graph": PostgresGraphStore, "vector": PostgresVectorStore, "vector-walk": PostgresVectorStore}
 OPTIONS = {"vector-walk": {"exact_search_below": 0}}  # a search walks the index: no count first
 
@@ -66,6 +66,7 @@ CASES: list[tuple[str, str, str, Action, str]] = [
     ("kv-text", "SELECT", "kv_text_filled", OPEN, "failed to read the text index's state"),
     ("kv-text", "UPDATE", "kv", OPEN, "failed to index records' words"),
     ("kv-text", "INSERT", "kv_text_filled", OPEN, "failed to record the text index's state"),
+    ("kv-indexed", "SELECT", "kv", lambda s: s.search_text("words", 3), "failed to search records' words"),
     ("doc_status", "SELECT", "doc_status", lambda s: s.get(["d1"]), "failed to read status records"),
     ("doc_status", "INSERT", "doc_status", lambda s: s.upsert([_doc("d2")]), "failed to write status records"),
     ("doc_status", "DELETE", "doc_status", lambda s: s.delete(["d1"]), "failed to delete status records"),
@@ -108,7 +109,7 @@ SEEDS: dict[str, Action] = {
     "graph": lambda s: s.upsert_edges([("n1", "n2", {"w": 1})]),
     "vector": lambda s: s.upsert(["v1"], np.ones((1, 4))),
 }
-SEEDS["kv-text"], SEEDS["vector-walk"] = SEEDS["kv"], SEEDS["vector"]
+SEEDS["kv-text"], SEEDS["kv-indexed"], SEEDS["vector-walk"] = SEEDS["kv"], SEEDS["kv"], SEEDS["vector"]
 
 
 @pytest.mark.parametrize(("kind", "privilege", "table", "action", "words"), CASES,
@@ -121,7 +122,8 @@ async def test_a_refused_statement_names_the_operation_and_hides_the_password(
     admin = await asyncpg.connect(postgres_url)
     try:
         # The tables, and what the actions find there (kept: the tables are dropped at the end).
-        seed = STORES[kind](config)
+        # "kv-indexed": written by a store with a text field, so opening one reads no records.
+        seed = STORES[kind](config.model_copy(update={"text_field": "text" if kind == "kv-indexed" else None}))
         await seed.open()
         try:
             await SEEDS[kind](seed)
@@ -134,7 +136,7 @@ async def test_a_refused_statement_names_the_operation_and_hides_the_password(
         await admin.execute(f"REVOKE {privilege} ON {prefix}_{table} FROM {role}")
         url = urlparse(postgres_url)
         dsn = url._replace(netloc=f"{role}:{PASSWORD}@{url.hostname}:{url.port}").geturl()
-        text_field = "text" if kind == "kv-text" else None
+        text_field = "text" if kind in ("kv-text", "kv-indexed") else None
         options = {**config.options, **OPTIONS.get(kind, {}), "dsn": dsn}
         store = STORES[kind](config.model_copy(update={"options": options,
                                                        "text_field": text_field}))
