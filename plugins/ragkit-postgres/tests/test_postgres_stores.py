@@ -564,3 +564,18 @@ async def test_a_document_written_again_leaves_no_tombstone(stores, make_config,
         assert (await docs.get(["d"]))[0] is not None
     finally:
         await conn.close()
+
+
+async def test_nodes_and_edges_are_listed_whole_across_pages(stores, make_config):
+    """``nodes()`` and ``edges()`` read ``batch_size`` rows a page, keyed by
+    the id and by the pair: with pages of 2, every node and edge comes once,
+    in order, whatever the page boundaries cut.
+
+    Troubleshoot: ``PostgresGraphStore._edges``' cursor is the last row's (a, b).
+    """
+    graph = await stores(PostgresGraphStore, make_config("pages", batch_size=2))
+    pairs = [("a", "b"), ("a", "c"), ("a", "d"), ("b", "c"), ("c", "d"), ("d", "e"), ("e", "f")]
+    await graph.upsert_edges([(a, b, {"i": i}) for i, (a, b) in enumerate(pairs)])
+    assert [(e.source, e.target, e.properties) async for e in graph.edges()] == [
+        (a, b, {"i": i}) for i, (a, b) in enumerate(pairs)]
+    assert [n.id async for n in graph.nodes()] == ["a", "b", "c", "d", "e", "f"]

@@ -364,6 +364,12 @@ class GraphContextTests:
         assert ctx.degrees == {"a": 2, "c": 2, "d": 1, "b": 1, "missing": 0}
         assert ctx.incident == {}
 
+        ctx = await adapter.context(["hub"], [("a", "c")])  # no incident: the asked edges only
+        assert ctx.nodes == {"hub": {"kind": "hub"}, "a": {}, "c": {}}
+        assert ctx.edges == {("a", "c"): {"tags": ["x"]}}
+        assert ctx.degrees == {"hub": 3, "a": 2, "c": 2}
+        assert ctx.incident == {}
+
         ctx = await adapter.context(["d"], [("a", "hub")], incident=True)
         assert ctx.nodes == {"d": {}, "a": {}, "hub": {"kind": "hub"}}
         assert ctx.edges == {("c", "d"): {}, ("a", "hub"): {"w": 1}}
