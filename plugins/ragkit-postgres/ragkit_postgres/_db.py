@@ -344,10 +344,6 @@ class Database:
 
 
 _CREATED = re.compile(r"^CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)")
-TABLES = frozenset({"schema", "kv", "kv_text_filled", "doc_status", "doc_status_gen", "doc_status_gone",
-                    "vector_stores", "nodes", "edges", "writer"})
-"""The tables ``_schema`` creates, without the prefix; with ``vectors_<dimension>``
-the names ``table_name`` accepts."""
 _VECTORS = re.compile(r"vectors_[1-9][0-9]*")
 
 
@@ -395,6 +391,13 @@ def _schema(p: str) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {p}_writer (workspace {ident} PRIMARY KEY, holder text NOT NULL, "
         "backend_pid integer NOT NULL)",
     ]
+
+
+TABLES = frozenset({"schema", *(m.group(1) for m in map(re.compile(r"^CREATE TABLE IF NOT EXISTS _(\w+) ").match,
+                                                            _schema("")) if m)})
+"""The tables of the schema, without the prefix (``<prefix>_schema`` is made
+before the rest, by ``_create_schema``); with ``vectors_<dimension>`` the names
+``table_name`` accepts."""
 
 
 async def _keep_session(conn: Any) -> None:

@@ -13,45 +13,25 @@ argument at each call.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import urlparse
 
 import asyncpg
 import numpy as np
 import pytest
 
-from ragkit.errors import StoreError
 from ragkit.protocols import StoreConfig
-from ragkit.schema import DocStatus, DocStatusRecord
+from ragkit.schema import DocStatus
+from ragkit.testing.denied import OPEN, PASSWORD, Action, as_user, check_refusal, listed, pending, refusal
 from ragkit_postgres import PostgresDocStatusStore, PostgresGraphStore, PostgresKVStore, PostgresVectorStore
 from ragkit_postgres.testing import drop_prefix, fresh_prefix
 
-T0 = datetime(2024, 1, 2, tzinfo=timezone.utc)
-PASSWORD = "s3cret-pw"
 STORES = {"kv": PostgresKVStore, "kv-text": PostgresKVStore, "kv-indexed": PostgresKVStore, "doc_status": PostgresDocStatusStore,
           "graph": PostgresGraphStore, "vector": PostgresVectorStore, "vector-walk": PostgresVectorStore}
 OPTIONS = {"vector-walk": {"exact_search_below": 0}}  # a search walks the index: no count first
 
 
-def _doc(id: str) -> DocStatusRecord:
-    return DocStatusRecord(id=id, status=DocStatus.PENDING, created_at=T0, updated_at=T0)
-
-
 async def _keys(store: Any) -> list[str]:
-    return await _listed(store.keys())
-
-
-async def _listed(items: AsyncIterator[Any]) -> list[Any]:
-    return [item async for item in items]
-
-
-Action = Callable[[Any], Awaitable[object]]
-
-
-async def OPEN(store: Any) -> None:
-    await store.open()
+    return await listed(store.keys())
 
 
 # (store, privilege, table, what the store is asked, the words its error must hold)
@@ -68,7 +48,7 @@ CASES: list[tuple[str, str, str, Action, str]] = [
     ("kv-text", "INSERT", "kv_text_filled", OPEN, "failed to record the text index's state"),
     ("kv-indexed", "SELECT", "kv", lambda s: s.search_text("words", 3), "failed to search records' words"),
     ("doc_status", "SELECT", "doc_status", lambda s: s.get(["d1"]), "failed to read status records"),
-    ("doc_status", "INSERT", "doc_status", lambda s: s.upsert([_doc("d2")]), "failed to write status records"),
+    ("doc_status", "INSERT", "doc_status", lambda s: s.upsert([pending("d2")]), "failed to write status records"),
     ("doc_status", "DELETE", "doc_status", lambda s: s.delete(["d1"]), "failed to delete status records"),
     ("doc_status", "DELETE", "doc_status", lambda s: s.drop(), "failed to drop"),
     ("doc_status", "UPDATE", "doc_status", lambda s: s.transition("d1", DocStatus.PROCESSING),
@@ -89,8 +69,8 @@ CASES: list[tuple[str, str, str, Action, str]] = [
     ("graph", "SELECT", "edges", lambda s: s.degrees(["n1"]), "failed to count degrees"),
     ("graph", "SELECT", "nodes", lambda s: s.node_count(), "failed to count nodes"),
     ("graph", "SELECT", "edges", lambda s: s.edge_count(), "failed to count edges"),
-    ("graph", "SELECT", "nodes", lambda s: _listed(s.nodes()), "failed to list records"),
-    ("graph", "SELECT", "edges", lambda s: _listed(s.edges()), "failed to list edges"),
+    ("graph", "SELECT", "nodes", lambda s: listed(s.nodes()), "failed to list records"),
+    ("graph", "SELECT", "edges", lambda s: listed(s.edges()), "failed to list edges"),
     ("graph", "SELECT", "nodes", lambda s: s.labels(), "failed to list node ids"),
     ("vector", "SELECT", "vector_stores", OPEN, "failed to read the vector store's embedder"),
     ("vector", "INSERT", "vectors_4", lambda s: s.upsert(["v2"], np.ones((1, 4))), "failed to write vectors"),
@@ -105,7 +85,7 @@ CASES: list[tuple[str, str, str, Action, str]] = [
 
 SEEDS: dict[str, Action] = {
     "kv": lambda s: s.upsert({"a": {"text": "old words"}}),  # no terms: an open with a text field indexes it
-    "doc_status": lambda s: s.upsert([_doc("d1")]),
+    "doc_status": lambda s: s.upsert([pending("d1")]),
     "graph": lambda s: s.upsert_edges([("n1", "n2", {"w": 1})]),
     "vector": lambda s: s.upsert(["v1"], np.ones((1, 4))),
 }
@@ -134,22 +114,12 @@ async def test_a_refused_statement_names_the_operation_and_hides_the_password(
                                                   f"{prefix}\\_%")]
         await admin.execute(f"GRANT ALL ON {', '.join(tables)} TO {role}")
         await admin.execute(f"REVOKE {privilege} ON {prefix}_{table} FROM {role}")
-        url = urlparse(postgres_url)
-        dsn = url._replace(netloc=f"{role}:{PASSWORD}@{url.hostname}:{url.port}").geturl()
         text_field = "text" if kind in ("kv-text", "kv-indexed") else None
-        options = {**config.options, **OPTIONS.get(kind, {}), "dsn": dsn}
-        store = STORES[kind](config.model_copy(update={"options": options,
-                                                       "text_field": text_field}))
-        try:
-            if action is not OPEN:
-                await store.open()
-            with pytest.raises(StoreError) as caught:
-                await action(store)
-        finally:
-            await store.close()
-        message = str(caught.value)
-        assert words in message and "permission denied" in message, message
-        assert PASSWORD not in message and f"{role}:****@" in message, message
+        options = {**config.options, **OPTIONS.get(kind, {}), "dsn": as_user(postgres_url, role)}
+        store = STORES[kind](config.model_copy(update={"options": options, "text_field": text_field}))
+        message = await refusal(store, action)
+        check_refusal(message, words, role)
+        assert "permission denied" in message, message
     finally:
         await drop_prefix(postgres_url, prefix)
         await admin.execute(f"DROP ROLE IF EXISTS {role}")

@@ -13,35 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import urlparse
 
 import pytest
 from redis.asyncio import Redis
 
 from ragkit.errors import StoreError
-from ragkit.schema import DocStatus, DocStatusRecord
+from ragkit.schema import DocStatus
+from ragkit.testing.denied import OPEN, PASSWORD, Action, as_user, check_refusal, listed, pending, refusal
 from ragkit_redis import RedisDocStatusStore, RedisKVStore
-
-T0 = datetime(2024, 1, 2, tzinfo=timezone.utc)
-PASSWORD = "s3cret-pw"
-
-
-def _doc(id: str) -> DocStatusRecord:
-    return DocStatusRecord(id=id, status=DocStatus.PENDING, created_at=T0, updated_at=T0)
 
 
 async def _keys(store: RedisKVStore) -> list[str]:
-    return [k async for k in store.keys()]
-
-
-Action = Callable[[Any], Awaitable[object]]
-
-
-async def OPEN(store: Any) -> None:
-    await store.open()
+    return await listed(store.keys())
 
 
 # (store, denied command, what the store is asked, the words its error must hold)
@@ -61,7 +45,7 @@ CASES: list[tuple[str, str, Action, str]] = [
     ("doc_status", "get", lambda s: s.generation(), "failed to read the generation"),
     ("doc_status", "zrangebyscore", lambda s: s.changes_since(0), "failed to read the change feed"),
     ("doc_status", "zcard", lambda s: s.counts(), "failed to count statuses"),
-    ("doc_status", "mset", lambda s: s.upsert([_doc("d2")]), "failed to write statuses"),
+    ("doc_status", "mset", lambda s: s.upsert([pending("d2")]), "failed to write statuses"),
     ("doc_status", "watch", lambda s: s.transition("d1", DocStatus.PROCESSING), "failed to change a status"),
 ]
 
@@ -74,35 +58,23 @@ async def test_a_failed_command_names_the_operation_and_hides_the_password(
     admin = Redis.from_url(redis_url)
     await admin.execute_command("ACL", "SETUSER", user, "on", f">{PASSWORD}", "~*", "&*", "+@all", f"-{denied}")
     try:
-        url = urlparse(redis_url)
-        limited_url = url._replace(netloc=f"{user}:{PASSWORD}@{url.hostname}:{url.port}").geturl()
         config = make_config("errs")
         text = {"text_field": "text"} if kind == "kv-text" else {}
         # The data the action needs, written with every command allowed.
         if kind == "doc_status":
-            await (await stores(RedisDocStatusStore, config)).upsert([_doc("d1")])
+            await (await stores(RedisDocStatusStore, config)).upsert([pending("d1")])
         else:
             await (await stores(RedisKVStore, config)).upsert({"a": {"text": "some words"}})
-        limited = config.model_copy(update={"options": {**config.options, "url": limited_url}, **text})
-        store = (RedisDocStatusStore if kind == "doc_status" else RedisKVStore)(limited)
-        if action is not OPEN:
-            await store.open()
-        try:
-            with pytest.raises(StoreError) as caught:
-                await action(store)
-        finally:
-            if store.is_open:
-                await store.close()
+        limited = config.model_copy(update={"options": {**config.options, "url": as_user(redis_url, user)}, **text})
+        message = await refusal((RedisDocStatusStore if kind == "doc_status" else RedisKVStore)(limited), action)
     finally:
         await admin.execute_command("ACL", "DELUSER", user)
         await admin.aclose()
-    message = str(caught.value)
-    assert words in message and f"{user}:****@" in message and PASSWORD not in message, message
+    check_refusal(message, words, user)
 
 
 async def test_refused_credentials_are_named_as_such(make_config, redis_url):
-    url = urlparse(redis_url)
-    wrong = url._replace(netloc=f"nobody-{uuid.uuid4().hex[:6]}:{PASSWORD}@{url.hostname}:{url.port}").geturl()
+    wrong = as_user(redis_url, f"nobody-{uuid.uuid4().hex[:6]}")
     config = make_config("creds")
     store = RedisKVStore(config.model_copy(update={"options": {**config.options, "url": wrong}}))
     with pytest.raises(StoreError, match="refused the credentials to connect") as caught:
