@@ -42,6 +42,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -393,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = {}
     for target in chosen:
         print(f"== {target.name}: {target.module}", flush=True)
+        started = time.monotonic()
         try:
             outcome = run_target(target, root, equivalents, count=args.slice, day=day, jobs=args.jobs)
         except TargetError as exc:  # the others still run; the run fails
@@ -401,7 +403,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         outcomes[target.name] = outcome
         print(f"   {outcome.mutants} mutants: {len(outcome.killed)} killed, {len(outcome.equivalent)} equivalent, "
-              f"{len(outcome.survivors)} survived, {len(outcome.other)} other; score {outcome.score:.1%}", flush=True)
+              f"{len(outcome.survivors)} survived, {len(outcome.other)} other; score {outcome.score:.1%}; "
+              f"{time.monotonic() - started:.0f} s", flush=True)
         for name, what in outcome.survivors.items():
             print(f"   SURVIVED {name}\n            {what}")
         for name, code in outcome.other.items():

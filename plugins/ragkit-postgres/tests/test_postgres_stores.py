@@ -142,8 +142,10 @@ async def test_a_table_that_doubled_is_analysed_after_its_commit_and_searches_wa
                         "SELECT c.reltuples, s.analyze_count FROM pg_class c JOIN pg_stat_user_tables s "
                         "ON s.relid = c.oid WHERE c.relname = $1", f"{prefix}_vectors_8"))
 
+                # The checks between analyses read analyze_count alone: autovacuum's
+                # VACUUM (not counted there) also sets reltuples, at a time of its own.
                 rows, analyses = await state()
-                assert rows == 6000 and analyses == 1, "the batch's commit left the table unanalysed"
+                assert analyses == 1 and rows in (6000, 6050), "the batch's commit left the table unanalysed"
                 hits = await big.query(rng.normal(size=8), 10)
                 assert len(hits) == 10
                 async with conn.transaction():
@@ -154,7 +156,7 @@ async def test_a_table_that_doubled_is_analysed_after_its_commit_and_searches_wa
                 assert f"{prefix}_vectors_8_hnsw" in plan, plan
 
                 await big.upsert([f"c{i}" for i in range(3000)], rng.normal(size=(3000, 8)))
-                assert await state() == (6000, 1), "3,050 rows written on 6,000 are not a doubling"
+                assert (await state())[1] == 1, "3,050 rows written on 6,000 are not a doubling"
                 # 6,050 written since the analysis: analysed again, outside a batch too
                 await big.upsert([f"d{i}" for i in range(3000)], rng.normal(size=(3000, 8)))
                 assert await state() == (12050, 2)
