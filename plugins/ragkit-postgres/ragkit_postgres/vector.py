@@ -12,7 +12,7 @@ import numpy as np
 from ragkit.protocols.base import Capability
 from ragkit.protocols.vector import Filter, VectorStore, in_values, search_past_ties
 from ragkit.schema import JSONScalar, VectorHit
-from ragkit_postgres._db import HALFVEC_ABOVE, PostgresStore
+from ragkit_postgres._db import HALFVEC_ABOVE, PostgresStore, safe_dsn
 
 ROW_COUNT_AGE_S = 60.0
 """How long a vector store trusts its row count (``PostgresVectorStore._small``)."""
@@ -44,7 +44,7 @@ class PostgresVectorStore(PostgresStore, VectorStore):
     )
 
     def where(self) -> str:
-        return f"vector store {self.workspace}/{self.namespace} in {self.db.where if self._db else 'PostgreSQL'}"
+        return f"vector store {self.workspace}/{self.namespace} in PostgreSQL {safe_dsn(self.options.dsn)}"
 
     async def _open(self) -> None:
         await super()._open()

@@ -26,8 +26,11 @@ from ragkit_postgres import PostgresDocStatusStore, PostgresGraphStore, Postgres
 from ragkit_postgres.testing import drop_prefix, fresh_prefix
 
 STORES = {"kv": PostgresKVStore, "kv-text": PostgresKVStore, "kv-indexed": PostgresKVStore, "doc_status": PostgresDocStatusStore,
-          "graph": PostgresGraphStore, "vector": PostgresVectorStore, "vector-walk": PostgresVectorStore}
-OPTIONS = {"vector-walk": {"exact_search_below": 0}}  # a search walks the index: no count first
+          "graph": PostgresGraphStore, "vector": PostgresVectorStore, "vector-walk": PostgresVectorStore,
+          "vector-one": PostgresVectorStore}
+# "vector-walk": a search walks the index, with no count first; "vector-one":
+# the smallest threshold that still counts the rows.
+OPTIONS = {"vector-walk": {"exact_search_below": 0}, "vector-one": {"exact_search_below": 1}}
 
 
 async def _keys(store: Any) -> list[str]:
@@ -76,6 +79,7 @@ CASES: list[tuple[str, str, str, Action, str]] = [
     ("vector", "INSERT", "vectors_4", lambda s: s.upsert(["v2"], np.ones((1, 4))), "failed to write vectors"),
     ("vector", "SELECT", "vectors_4", lambda s: s.query(np.ones(4), 3), "failed to count vectors"),
     ("vector-walk", "SELECT", "vectors_4", lambda s: s.query(np.ones(4), 3), "failed to search vectors"),
+    ("vector-one", "SELECT", "vectors_4", lambda s: s.query(np.ones(4), 3), "failed to count vectors"),
     ("vector", "SELECT", "vectors_4", lambda s: s.get(["v1"]), "failed to read vectors"),
     ("vector", "SELECT", "vectors_4", lambda s: s.count(), "failed to count records"),
     ("vector", "DELETE", "vectors_4", lambda s: s.delete(["v1"]), "failed to delete records"),
@@ -89,7 +93,8 @@ SEEDS: dict[str, Action] = {
     "graph": lambda s: s.upsert_edges([("n1", "n2", {"w": 1})]),
     "vector": lambda s: s.upsert(["v1"], np.ones((1, 4))),
 }
-SEEDS["kv-text"], SEEDS["kv-indexed"], SEEDS["vector-walk"] = SEEDS["kv"], SEEDS["kv"], SEEDS["vector"]
+SEEDS["kv-text"], SEEDS["kv-indexed"] = SEEDS["kv"], SEEDS["kv"]
+SEEDS["vector-walk"] = SEEDS["vector-one"] = SEEDS["vector"]
 
 
 @pytest.mark.parametrize(("kind", "privilege", "table", "action", "words"), CASES,

@@ -25,7 +25,7 @@ import asyncpg
 import numpy as np
 import pytest
 
-from ragkit.errors import ConfigError, StoreError
+from ragkit.errors import ConfigError, DimensionMismatchError, StoreError
 from ragkit.protocols import StoreConfig
 from ragkit.protocols.lease import Holder
 from ragkit.schema import DocStatus, DocStatusRecord
@@ -36,6 +36,7 @@ from ragkit_postgres import (
     PostgresKVStore,
     PostgresVectorStore,
 )
+from ragkit_postgres.vector import vector_text
 from ragkit_postgres.testing import drop_prefix, fresh_prefix
 
 T0 = datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
@@ -242,9 +243,9 @@ async def test_a_search_is_one_statement_under_its_own_stores_settings(make_conf
             await asyncio.sleep(0.01)
             return list(sent)
 
-        async def session_value() -> str:
+        async def session_value(name: str = "hnsw.ef_search") -> str:
             async with db.pool.acquire() as conn:
-                return await conn.fetchval("SELECT current_setting('hnsw.ef_search')")
+                return await conn.fetchval("SELECT current_setting($1)", name)
 
         first = await statements(narrow)  # with asyncpg's first look at the vector type
         assert "set_config" in first[0] and first[-1].startswith("WITH walk"), first
@@ -252,6 +253,8 @@ async def test_a_search_is_one_statement_under_its_own_stores_settings(make_conf
         assert len(await statements(wide)) == 2, "another store's settings were not applied"
         assert len(await statements(wide)) == 1
         assert await session_value() == "1000"
+        # pgvector 0.8 walks on until enough rows match (this server's is newer)
+        assert db.vector_version >= (0, 8) and await session_value("hnsw.iterative_scan") == "strict_order"
 
         with pytest.raises(RuntimeError, match="undo"):
             async with db.transaction():
@@ -419,6 +422,53 @@ async def test_halfvec_index_above_2000_dimensions(stores, make_config, postgres
     finally:
         await conn.close()
     assert "hnsw" in indexdef and "halfvec(2048)" in indexdef and "halfvec_cosine_ops" in indexdef
+
+
+@pytest.mark.parametrize("dimension", [2000, 2001])
+async def test_a_search_walks_the_index_of_its_dimension(stores, make_config, dimension):
+    """The walk orders by the expression its dimension's HNSW index is built
+    on: the vector itself up to 2,000 dimensions, a halfvec cast above. Any
+    other expression cannot use the index, and the search sorts every row of
+    the table, every store's, instead.
+
+    Troubleshoot: ``PostgresVectorStore._search_sql``'s ``walk``.
+    """
+    store = await stores(PostgresVectorStore, make_config("walk", dimension=dimension))
+    rng = np.random.default_rng(5)
+    await store.upsert(["a", "b"], rng.standard_normal((2, dimension)))
+    args = [*store.scope, vector_text(rng.standard_normal(dimension)), 5]
+    async with store.db.pool.acquire() as conn, conn.transaction():
+        # Two rows: the planner would sort them; with sorting priced out it
+        # takes the index whenever the index can serve the walk's order.
+        await conn.execute("SET LOCAL enable_sort = off")
+        plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + store._search_sql("", "$4"), *args))
+    assert f"Index Scan using ragkit_vectors_{dimension}_hnsw" in plan, plan
+
+
+async def test_records_come_in_full_pages_of_the_batch(stores, make_config):
+    """``records(batch)`` reads one keyset page of ``batch`` rows per
+    statement and hands each over whole: 5 records in pages of 2 come as
+    2, 2 and 1, in id order.
+
+    Troubleshoot: ``PostgresVectorStore._records``.
+    """
+    store = await stores(PostgresVectorStore, make_config("pages", dimension=4))
+    await store.upsert([f"v{i}" for i in range(5)], np.eye(5, 4) + 0.5, [{"i": i} for i in range(5)])
+    pages = [[(r.id, r.metadata["i"]) for r in page] async for page in store.records(2)]
+    assert pages == [[("v0", 0), ("v1", 1)], [("v2", 2), ("v3", 3)], [("v4", 4)]]
+
+
+async def test_a_dimension_mismatch_names_the_store_and_its_database(stores, make_config, postgres_url):
+    """The error names the store, the database holding it (the dsn with its
+    password masked) and the embedder its first write recorded."""
+    config = make_config("dims", dimension=4).model_copy(update={"embedder": "hash:4"})
+    await (await stores(PostgresVectorStore, config)).upsert(["a"], np.ones((1, 4)))
+    other = await stores(PostgresVectorStore, config.model_copy(update={"dimension": 8, "embedder": "hash:8"}))
+    with pytest.raises(DimensionMismatchError) as caught:
+        await other.query(np.ones(8), 1)
+    assert str(caught.value).startswith(
+        f"vector store {config.workspace}/dims in PostgreSQL {postgres_url} holds vectors of dimension 4 "
+        "made by the embedder hash:4, but hash:8 makes vectors of dimension 8"), caught.value
 
 
 async def test_filters_and_ids_are_bound_parameters(stores, make_config):

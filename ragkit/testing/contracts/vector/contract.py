@@ -249,7 +249,9 @@ class VectorDimensionTests:
     async def test_a_store_of_another_dimension_opens_and_refuses_its_vectors(self, adapter):
         """(PERSISTENT) A new instance configured for another dimension over the
         same data opens and counts its ids; ``upsert``, ``query`` and ``get``
-        raise ``DimensionMismatchError`` naming both dimensions, and write nothing.
+        raise ``DimensionMismatchError`` naming both dimensions and the
+        configured embedder, and write nothing. ``stored_dimension`` is the
+        stored dimension where it differs, ``None`` where it is the configured one.
 
         Troubleshoot: on open, set ``stored_dimension`` (and ``stored_embedder``
         from the store's metadata) instead of raising; the base class checks it
@@ -257,11 +259,12 @@ class VectorDimensionTests:
         """
         d = adapter.dimension
         await adapter.upsert(["a", "b"], rand(2, d, seed=27))
+        assert adapter.stored_dimension is None
         await adapter.close()
         other = type(adapter)(adapter.config.model_copy(update={"dimension": d + 1, "embedder": "other (x)"}))
         await other.open()
         try:
-            assert await other.count() == 2
+            assert await other.count() == 2 and other.stored_dimension == d
             for call in (other.upsert(["c"], rand(1, d + 1)), other.query(rand(1, d + 1)[0], 1), other.get(["a"])):
                 with pytest.raises(DimensionMismatchError) as err:
                     await call
@@ -269,7 +272,7 @@ class VectorDimensionTests:
         finally:
             await other.close()
             await adapter.open()
-        assert await adapter.count() == 2
+        assert await adapter.count() == 2 and adapter.stored_dimension is None
 
 
 class VectorDeleteTests:
