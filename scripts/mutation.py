@@ -11,6 +11,8 @@ seen (it is *equivalent*) and ``tests/mutation/equivalent.txt`` says why.
     scripts/mutation.py                    # every target, every mutant; writes docs/mutation.md
     scripts/mutation.py --only kv:sqlite   # one target (the others' rows are kept)
     scripts/mutation.py --slice 12         # CI: 12 mutants per gated target, rotating daily
+    scripts/mutation.py --rewrite-report   # the report again; recorded survivors now listed
+                                           # as equivalent count as such (no run)
 
 Why mutmut and not cosmic-ray (8.7): on ``ragkit/storage/sqlite_kv.py`` and
 its contract class, mutmut made 124 mutants and ran them in 2 min 28 s,
@@ -375,14 +377,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
     p.add_argument("--report", type=Path, default=None, help="full runs: default ROOT/docs/mutation.md")
     p.add_argument("--rewrite-report", action="store_true",
-                   help="only rewrite the report from tests/mutation/scores.json (after editing targets)")
+                   help="only rewrite the report from tests/mutation/scores.json (after editing targets, "
+                        "or listing survivors as equivalent)")
     args = p.parse_args(argv)
     root = args.root.resolve()
     targets = load_targets(args.targets or root / "tests/mutation/targets.toml")
-    if args.rewrite_report:
-        _record(root, args.report or root / "docs/mutation.md", {}, targets)
-        return 0
     equivalents = load_equivalents(args.equivalent or root / "tests/mutation/equivalent.txt")
+    if args.rewrite_report:
+        _record(root, args.report or root / "docs/mutation.md", {}, targets, rejudge=equivalents)
+        return 0
     unknown = sorted(set(args.only or ()) - targets.keys())
     if unknown:
         p.error(f"no target named {', '.join(unknown)}; the targets: {', '.join(sorted(targets))}")
@@ -431,9 +434,12 @@ def _stale(chosen: list[Target], equivalents: list[Equivalent]) -> bool:
     return bool(stale)
 
 
-def _record(root: Path, report: Path, outcomes: dict[str, Outcome], targets: dict[str, Target]) -> None:
+def _record(root: Path, report: Path, outcomes: dict[str, Outcome], targets: dict[str, Target],
+            rejudge: list[Equivalent] | None = None) -> None:
     scores = root / "tests/mutation/scores.json"
     kept = json.loads(scores.read_text()) if scores.exists() else {}
+    for row in kept.values() if rejudge else ():
+        _rejudge(row, rejudge)
     today = datetime.datetime.now(datetime.UTC).date().isoformat()
     for name, o in outcomes.items():
         kept[name] = {
@@ -446,6 +452,23 @@ def _record(root: Path, report: Path, outcomes: dict[str, Outcome], targets: dic
     scores.write_text(json.dumps(kept, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     report.parent.mkdir(parents=True, exist_ok=True)
     write_report({n: row for n, row in kept.items() if n in targets}, targets, report)
+
+
+def _rejudge(row: dict, equivalents: list[Equivalent]) -> None:
+    """A recorded run's survivors that an entry of the equivalent list now
+    explains count as equivalent: whether a change can be observed is judged
+    on the change, so it needs no new run (a new test's kills do)."""
+    left = []
+    for survivor in row["survivor_list"]:
+        function, _, line = survivor.partition(": ")
+        if any(e.module == row["module"] and e.function == function and e.line == line for e in equivalents):
+            row["equivalent"] += 1
+            row["survivors"] -= 1
+        else:
+            left.append(survivor)
+    row["survivor_list"] = left
+    judged = row["mutants"] - row["equivalent"]
+    row["score"] = row["killed"] / judged if judged else 1.0
 
 
 if __name__ == "__main__":

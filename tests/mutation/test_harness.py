@@ -11,6 +11,7 @@ Real mutmut, real pytest, in subprocesses: nothing here is simulated.
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -104,6 +105,24 @@ def test_a_full_run_flags_an_equivalent_entry_that_matches_no_survivor(toy):
     done = _harness(toy, "--report", str(toy / "report.md"))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "STALE equivalent entry" in done.stdout
+
+
+def test_a_survivor_listed_as_equivalent_after_its_run_is_counted_so_without_a_run(toy):
+    """``--rewrite-report`` judges the recorded survivors again against the
+    list: whether a change can be seen is a judgement on the change, not a
+    run; a survivor the list does not explain stays one."""
+    scores = toy / "tests" / "mutation" / "scores.json"
+    scores.parent.mkdir(parents=True)
+    scores.write_text(json.dumps({"toy": {
+        "module": "toy/sign.py", "mutants": 10, "killed": 7, "equivalent": 1, "survivors": 2, "score": 7 / 9,
+        "gate": False, "date": "2026-12-06",
+        "survivor_list": ["describe: if n >= 0:", "describe: return 'XXpositiveXX'"]}}))
+    (toy / "equivalent.txt").write_text("toy/sign.py | describe | if n >= 0: | the harness's own test\n")
+    done = _harness(toy, "--rewrite-report", "--report", str(toy / "report.md"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = (toy / "report.md").read_text()
+    assert "| toy | `toy/sign.py` | 10 | 7 | 2 | 1 | 87.5% | yes | 2026-12-06 |" in report, report
+    assert "- toy: `describe: return 'XXpositiveXX'`" in report and "n >= 0" not in report, report
 
 
 def _harness_module():
