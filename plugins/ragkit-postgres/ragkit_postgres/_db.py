@@ -320,25 +320,24 @@ class Database:
             return name
         d, o = int(dimension), self.options
         column = f"(embedding::halfvec({d})) halfvec_cosine_ops" if d > HALFVEC_ABOVE else "embedding vector_cosine_ops"
-        async with self.errors(f"find the table of {d}-dimension vectors"), self.pool.acquire() as conn:
-            # No DDL when both exist: see _schema_ready (the index's DDL waits for writers).
-            if await conn.fetchval("SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
-                                   name, f"{name}_hnsw"):
-                self._ready_tables.add(name)
-                return name
-        async with self.errors(f"create the table of {d}-dimension vectors"), self.pool.acquire() as conn, \
-                conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"ragkit-schema:{name}")
-            await conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {name} (workspace text COLLATE \"C\" NOT NULL, "
-                f"namespace text COLLATE \"C\" NOT NULL, id text COLLATE \"C\" NOT NULL, "
-                f"embedding vector({d}) NOT NULL, metadata text NOT NULL, attributes jsonb NOT NULL, "
-                "PRIMARY KEY (workspace, namespace, id))"
-            )
-            await conn.execute(
-                f"CREATE INDEX IF NOT EXISTS {name}_hnsw ON {name} USING hnsw ({column}) "
-                f"WITH (m = {o.hnsw_m}, ef_construction = {o.hnsw_ef_construction})"
-            )
+        async with self.errors(f"find or create the table of {d}-dimension vectors"):
+            async with self.pool.acquire() as conn:
+                # No DDL when both exist: see _schema_ready (the index's DDL waits for writers).
+                found = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
+                                            name, f"{name}_hnsw")
+            if not found:
+                async with self.pool.acquire() as conn, conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"ragkit-schema:{name}")
+                    await conn.execute(
+                        f"CREATE TABLE IF NOT EXISTS {name} (workspace text COLLATE \"C\" NOT NULL, "
+                        f"namespace text COLLATE \"C\" NOT NULL, id text COLLATE \"C\" NOT NULL, "
+                        f"embedding vector({d}) NOT NULL, metadata text NOT NULL, attributes jsonb NOT NULL, "
+                        "PRIMARY KEY (workspace, namespace, id))"
+                    )
+                    await conn.execute(
+                        f"CREATE INDEX IF NOT EXISTS {name}_hnsw ON {name} USING hnsw ({column}) "
+                        f"WITH (m = {o.hnsw_m}, ef_construction = {o.hnsw_ef_construction})"
+                    )
         self._ready_tables.add(name)
         return name
 

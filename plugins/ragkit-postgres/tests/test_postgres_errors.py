@@ -129,3 +129,47 @@ async def test_a_refused_statement_names_the_operation_and_hides_the_password(
         await drop_prefix(postgres_url, prefix)
         await admin.execute(f"DROP ROLE IF EXISTS {role}")
         await admin.close()
+
+
+async def test_a_vector_table_the_role_may_not_create_is_named(make_config, postgres_url):
+    """A store of a dimension no table holds yet creates that table when it
+    opens; a role that may not create tables gets an error naming the table's
+    dimension (PostgreSQL 15 on: no role may create in ``public`` unless granted)."""
+    prefix, role = fresh_prefix(), f"ragkit_{uuid.uuid4().hex[:8]}"
+    config: StoreConfig = make_config("errs", dimension=7, table_prefix=prefix)
+    admin = await asyncpg.connect(postgres_url)
+    try:
+        async with PostgresKVStore(config.model_copy(update={"dimension": None})):
+            pass  # the schema's tables, made by a role that may
+        await admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'")
+        tables = [r[0] for r in await admin.fetch("SELECT tablename FROM pg_tables WHERE tablename LIKE $1",
+                                                  f"{prefix}\\_%")]
+        await admin.execute(f"GRANT ALL ON {', '.join(tables)} TO {role}")
+        await admin.execute(f"REVOKE CREATE ON SCHEMA public FROM {role}, PUBLIC")
+        options = {**config.options, "dsn": as_user(postgres_url, role)}
+        message = await refusal(PostgresVectorStore(config.model_copy(update={"options": options})), OPEN)
+        check_refusal(message, "failed to find or create the table of 7-dimension vectors", role)
+        assert "permission denied for schema public" in message, message
+    finally:
+        await drop_prefix(postgres_url, prefix)
+        await admin.execute(f"DROP ROLE IF EXISTS {role}")
+        await admin.close()
+
+
+async def test_a_schema_the_role_may_not_create_is_named(make_config, postgres_url):
+    """The first store opened on a fresh table prefix creates the schema; a
+    role that may not create tables gets an error saying so."""
+    prefix, role = fresh_prefix(), f"ragkit_{uuid.uuid4().hex[:8]}"
+    config: StoreConfig = make_config("errs", table_prefix=prefix)
+    admin = await asyncpg.connect(postgres_url)
+    try:
+        await admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'")
+        await admin.execute(f"REVOKE CREATE ON SCHEMA public FROM {role}, PUBLIC")
+        options = {**config.options, "dsn": as_user(postgres_url, role)}
+        message = await refusal(PostgresKVStore(config.model_copy(update={"options": options})), OPEN)
+        check_refusal(message, "failed to create the schema", role)
+        assert "permission denied for schema public" in message, message
+    finally:
+        await drop_prefix(postgres_url, prefix)
+        await admin.execute(f"DROP ROLE IF EXISTS {role}")
+        await admin.close()

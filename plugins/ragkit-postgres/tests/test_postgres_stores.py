@@ -66,9 +66,35 @@ async def test_schema_is_versioned_and_a_newer_one_is_refused(make_config, postg
             await conn.execute(f"UPDATE {prefix}_schema SET version = $1", SCHEMA_VERSION + 1)
         finally:
             await conn.close()
-        with pytest.raises(StoreError, match=rf"schema version {SCHEMA_VERSION + 1}, newer.*upgrade ragkit-postgres"):
+        with pytest.raises(StoreError, match=rf"schema version {SCHEMA_VERSION + 1}, newer.*upgrade ragkit-postgres "
+                                             r"\(pip install -U ragkit-postgres\), or use another table_prefix$"):
             await store.open()
         assert not store.is_open
+    finally:
+        await drop_prefix(postgres_url, prefix)
+
+
+async def test_a_schema_missing_a_table_is_completed_when_a_store_opens(make_config, postgres_url):
+    """A database at this schema version that lacks one of its tables (dropped
+    by hand, or a restore that left one out) gets it back on the next open,
+    the other tables' rows untouched.
+
+    Troubleshoot: ``Database._create_schema`` runs when ``_schema_ready`` finds a table missing.
+    """
+    prefix = fresh_prefix()
+    try:
+        store = PostgresKVStore(make_config("ns", table_prefix=prefix))
+        async with store:
+            await store.upsert({"k": {"v": 1}})
+        conn = await asyncpg.connect(postgres_url)
+        try:
+            await conn.execute(f"DROP TABLE {prefix}_edges")
+            async with store:
+                assert await store.get("k") == {"v": 1}
+            assert await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", f"{prefix}_edges")
+            assert await conn.fetchval(f"SELECT version FROM {prefix}_schema") == SCHEMA_VERSION
+        finally:
+            await conn.close()
     finally:
         await drop_prefix(postgres_url, prefix)
 
@@ -405,44 +431,125 @@ async def test_a_status_write_beside_the_batch_does_not_wait_for_its_commit(stor
     assert (await docs.changes_since(g2)).records == []
 
 
-async def test_halfvec_index_above_2000_dimensions(stores, make_config, postgres_url):
+async def test_halfvec_index_above_2000_dimensions(make_config, postgres_url):
     """A 2,048-dimension store gets its HNSW index on a halfvec cast (pgvector
     indexes vector up to 2,000 dimensions), and still returns full-precision
-    vectors and exact cosine scores."""
-    store = await stores(PostgresVectorStore, make_config("big", dimension=2048))
-    rng = np.random.default_rng(3)
-    m = rng.standard_normal((20, 2048)).astype(np.float32)
-    await store.upsert([f"v{i}" for i in range(20)], m, [{"i": i} for i in range(20)])
-    hits = await store.query(m[7], 3)
-    assert hits[0].id == "v7" and abs(hits[0].score - 1.0) < 1e-5
-    assert np.array_equal(np.asarray((await store.get(["v7"]))[0].vector, dtype=np.float32), m[7])
-    conn = await asyncpg.connect(postgres_url)
+    vectors and exact cosine scores. (Tables of a fresh prefix: the store
+    creates them.)"""
+    prefix = fresh_prefix()
     try:
-        indexdef = await conn.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = 'ragkit_vectors_2048_hnsw'")
+        async with PostgresVectorStore(make_config("big", dimension=2048, table_prefix=prefix)) as store:
+            rng = np.random.default_rng(3)
+            m = rng.standard_normal((20, 2048)).astype(np.float32)
+            await store.upsert([f"v{i}" for i in range(20)], m, [{"i": i} for i in range(20)])
+            hits = await store.query(m[7], 3)
+            assert hits[0].id == "v7" and abs(hits[0].score - 1.0) < 1e-5
+            assert np.array_equal(np.asarray((await store.get(["v7"]))[0].vector, dtype=np.float32), m[7])
+        conn = await asyncpg.connect(postgres_url)
+        try:
+            indexdef = await conn.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = $1",
+                                           f"{prefix}_vectors_2048_hnsw")
+        finally:
+            await conn.close()
+        assert "hnsw" in indexdef and "halfvec(2048)" in indexdef and "halfvec_cosine_ops" in indexdef
     finally:
-        await conn.close()
-    assert "hnsw" in indexdef and "halfvec(2048)" in indexdef and "halfvec_cosine_ops" in indexdef
+        await drop_prefix(postgres_url, prefix)
 
 
 @pytest.mark.parametrize("dimension", [2000, 2001])
-async def test_a_search_walks_the_index_of_its_dimension(stores, make_config, dimension):
+async def test_a_search_walks_the_index_of_its_dimension(make_config, postgres_url, dimension):
     """The walk orders by the expression its dimension's HNSW index is built
     on: the vector itself up to 2,000 dimensions, a halfvec cast above. Any
     other expression cannot use the index, and the search sorts every row of
-    the table, every store's, instead.
+    the table, every store's, instead. (Tables of a fresh prefix: the store
+    creates the index.)
 
-    Troubleshoot: ``PostgresVectorStore._search_sql``'s ``walk``.
+    Troubleshoot: ``PostgresVectorStore._search_sql``'s ``walk`` and
+    ``Database.vector_table``'s index.
     """
-    store = await stores(PostgresVectorStore, make_config("walk", dimension=dimension))
-    rng = np.random.default_rng(5)
-    await store.upsert(["a", "b"], rng.standard_normal((2, dimension)))
-    args = [*store.scope, vector_text(rng.standard_normal(dimension)), 5]
-    async with store.db.pool.acquire() as conn, conn.transaction():
-        # Two rows: the planner would sort them; with sorting priced out it
-        # takes the index whenever the index can serve the walk's order.
-        await conn.execute("SET LOCAL enable_sort = off")
-        plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + store._search_sql("", "$4"), *args))
-    assert f"Index Scan using ragkit_vectors_{dimension}_hnsw" in plan, plan
+    prefix = fresh_prefix()
+    try:
+        async with PostgresVectorStore(make_config("walk", dimension=dimension, table_prefix=prefix)) as store:
+            rng = np.random.default_rng(5)
+            await store.upsert(["a", "b"], rng.standard_normal((2, dimension)))
+            args = [*store.scope, vector_text(rng.standard_normal(dimension)), 5]
+            async with store.db.pool.acquire() as conn, conn.transaction():
+                # Two rows: the planner would sort them; with sorting priced out it
+                # takes the index whenever the index can serve the walk's order.
+                await conn.execute("SET LOCAL enable_sort = off")
+                plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + store._search_sql("", "$4"), *args))
+        assert f"Index Scan using {prefix}_vectors_{dimension}_hnsw" in plan, plan
+    finally:
+        await drop_prefix(postgres_url, prefix)
+
+
+async def test_a_vector_table_is_looked_up_once_per_database(make_config, postgres_url):
+    """Once a database has found (or created) the table of a dimension, the
+    next store of that dimension opens without asking the server again.
+
+    Troubleshoot: ``Database.vector_table``'s ``_ready_tables``.
+    """
+    prefix, ws = fresh_prefix(), f"w{uuid.uuid4().hex[:8]}"
+    one = {"max_connections": 1, "min_connections": 1, "table_prefix": prefix}
+    try:
+        for round in ("creates the table", "finds it"):
+            first = PostgresVectorStore(make_config("first", ws, dimension=4, **one))
+            async with first:
+                sent: list[str] = []
+                async with first.db.pool.acquire() as conn:
+                    conn.add_query_logger(lambda record: sent.append(record.query))
+                async with PostgresVectorStore(make_config("second", ws, dimension=4, **one)):
+                    await asyncio.sleep(0.01)  # asyncpg calls the logger soon after, not at once
+                assert not [q for q in sent if "to_regclass" in q], (round, sent)
+    finally:
+        await drop_prefix(postgres_url, prefix)
+
+
+async def test_a_database_closed_by_its_last_store_forgets_its_tables(make_config, postgres_url):
+    """When its last store closes, a database is gone with what it knew:
+    tables dropped after that (another process, an admin) are made again by
+    the next store that opens, not assumed still there.
+
+    Troubleshoot: ``Database.detach`` and ``Database._shared``.
+    """
+    prefix = fresh_prefix()
+    config = make_config("again", dimension=4, table_prefix=prefix)
+    try:
+        for _ in range(2):
+            async with PostgresVectorStore(config) as store:
+                await store.upsert(["a"], np.ones((1, 4)))
+                assert await store.count() == 1
+            await drop_prefix(postgres_url, prefix)
+    finally:
+        await drop_prefix(postgres_url, prefix)
+
+
+async def test_stores_creating_one_schema_or_vector_table_at_once_wait_for_each_other(make_config, postgres_url):
+    """Databases (pools) opening stores on a fresh prefix at once, or stores of
+    a new dimension: one creates the tables, the others wait for it (an
+    advisory lock), then find them; none fails on another's half-made table.
+
+    Troubleshoot: the ``pg_advisory_xact_lock`` of ``Database._create_schema``
+    and of ``Database.vector_table``.
+    """
+    prefix = fresh_prefix()
+    try:
+        # Other pool sizes: other databases, as other processes would have.
+        # First a fresh prefix's schema, made by whichever comes first...
+        kvs = [PostgresKVStore(make_config(f"k{n}", table_prefix=prefix, max_connections=n)) for n in (2, 3, 4)]
+        await asyncio.gather(*(s.open() for s in kvs))
+        for s in kvs:
+            await s.close()
+        # ...then, the schema there, a vector table the opens below all meet at.
+        stores = [PostgresVectorStore(make_config(f"s{n}", dimension=6, table_prefix=prefix, max_connections=n))
+                  for n in (2, 3, 4)]
+        await asyncio.gather(*(s.open() for s in stores))
+        for s in stores:
+            await s.upsert(["a"], np.ones((1, 6)))
+            assert await s.count() == 1
+            await s.close()
+    finally:
+        await drop_prefix(postgres_url, prefix)
 
 
 async def test_records_come_in_full_pages_of_the_batch(stores, make_config):
