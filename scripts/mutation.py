@@ -162,6 +162,11 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
+def explained(equivalents: list[Equivalent], module: str, function: str, line: str) -> Equivalent | None:
+    """The entry of the equivalent list for this mutated line, if any."""
+    return next((e for e in equivalents if (e.module, e.function, e.line) == (module, function, line)), None)
+
+
 def function_of(target: Target, mutant: str) -> str:
     """``ragkit.storage.sqlite_kv.xǁSQLiteKVStoreǁ_fill__mutmut_13`` -> ``SQLiteKVStore._fill``."""
     local = mutant.removeprefix(target.dotted + ".").rsplit("__mutmut_", 1)[0]
@@ -277,8 +282,7 @@ def run_target(target: Target, root: Path, equivalents: list[Equivalent], *, cou
             outcome.killed.append(name)
         elif code in SURVIVED:
             function, line = function_of(target, name), lines[name]
-            match = next((e for e in equivalents if e.module == target.module and e.function == function
-                          and e.line == line), None)
+            match = explained(equivalents, target.module, function, line)
             if match:
                 match.used = True
                 outcome.equivalent.append(name)
@@ -461,7 +465,7 @@ def _rejudge(row: dict, equivalents: list[Equivalent]) -> None:
     left = []
     for survivor in row["survivor_list"]:
         function, _, line = survivor.partition(": ")
-        if any(e.module == row["module"] and e.function == function and e.line == line for e in equivalents):
+        if explained(equivalents, row["module"], function, line):
             row["equivalent"] += 1
             row["survivors"] -= 1
         else:

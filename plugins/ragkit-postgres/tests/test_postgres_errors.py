@@ -13,6 +13,8 @@ argument at each call.
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -97,15 +99,39 @@ SEEDS["kv-text"], SEEDS["kv-indexed"] = SEEDS["kv"], SEEDS["kv"]
 SEEDS["vector-walk"] = SEEDS["vector-one"] = SEEDS["vector"]
 
 
+@asynccontextmanager
+async def _role(postgres_url: str, prefix: str) -> AsyncIterator[tuple[str, Any]]:
+    """A login role (with an admin connection to grant and revoke for it);
+    afterwards the role and every table of ``prefix`` are dropped."""
+    role = f"ragkit_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(postgres_url)
+    try:
+        await admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'")
+        yield role, admin
+    finally:
+        await drop_prefix(postgres_url, prefix)
+        await admin.execute(f"DROP ROLE IF EXISTS {role}")
+        await admin.close()
+
+
+async def _grant_tables(admin: Any, prefix: str, role: str) -> None:
+    tables = [r[0] for r in await admin.fetch("SELECT tablename FROM pg_tables WHERE tablename LIKE $1",
+                                              f"{prefix}\\_%")]
+    await admin.execute(f"GRANT ALL ON {', '.join(tables)} TO {role}")
+
+
+def _as(config: StoreConfig, postgres_url: str, role: str, **options: Any) -> StoreConfig:
+    return config.model_copy(update={"options": {**config.options, **options, "dsn": as_user(postgres_url, role)}})
+
+
 @pytest.mark.parametrize(("kind", "privilege", "table", "action", "words"), CASES,
                          ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[4].removeprefix('failed to ')}" for c in CASES])
 async def test_a_refused_statement_names_the_operation_and_hides_the_password(
     make_config, postgres_url, kind, privilege, table, action, words
 ):
-    prefix, role = fresh_prefix(), f"ragkit_{uuid.uuid4().hex[:8]}"
+    prefix = fresh_prefix()
     config: StoreConfig = make_config("errs", dimension=4, table_prefix=prefix)
-    admin = await asyncpg.connect(postgres_url)
-    try:
+    async with _role(postgres_url, prefix) as (role, admin):
         # The tables, and what the actions find there (kept: the tables are dropped at the end).
         # "kv-indexed": written by a store with a text field, so opening one reads no records.
         seed = STORES[kind](config.model_copy(update={"text_field": "text" if kind == "kv-indexed" else None}))
@@ -114,62 +140,39 @@ async def test_a_refused_statement_names_the_operation_and_hides_the_password(
             await SEEDS[kind](seed)
         finally:
             await seed.close()
-        await admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'")
-        tables = [r[0] for r in await admin.fetch("SELECT tablename FROM pg_tables WHERE tablename LIKE $1",
-                                                  f"{prefix}\\_%")]
-        await admin.execute(f"GRANT ALL ON {', '.join(tables)} TO {role}")
+        await _grant_tables(admin, prefix, role)
         await admin.execute(f"REVOKE {privilege} ON {prefix}_{table} FROM {role}")
         text_field = "text" if kind in ("kv-text", "kv-indexed") else None
-        options = {**config.options, **OPTIONS.get(kind, {}), "dsn": as_user(postgres_url, role)}
-        store = STORES[kind](config.model_copy(update={"options": options, "text_field": text_field}))
+        store = STORES[kind](_as(config, postgres_url, role, **OPTIONS.get(kind, {})).model_copy(
+            update={"text_field": text_field}))
         message = await refusal(store, action)
-        check_refusal(message, words, role)
-        assert "permission denied" in message, message
-    finally:
-        await drop_prefix(postgres_url, prefix)
-        await admin.execute(f"DROP ROLE IF EXISTS {role}")
-        await admin.close()
+    check_refusal(message, words, role)
+    assert "permission denied" in message, message
 
 
 async def test_a_vector_table_the_role_may_not_create_is_named(make_config, postgres_url):
     """A store of a dimension no table holds yet creates that table when it
     opens; a role that may not create tables gets an error naming the table's
     dimension (PostgreSQL 15 on: no role may create in ``public`` unless granted)."""
-    prefix, role = fresh_prefix(), f"ragkit_{uuid.uuid4().hex[:8]}"
+    prefix = fresh_prefix()
     config: StoreConfig = make_config("errs", dimension=7, table_prefix=prefix)
-    admin = await asyncpg.connect(postgres_url)
-    try:
+    async with _role(postgres_url, prefix) as (role, admin):
         async with PostgresKVStore(config.model_copy(update={"dimension": None})):
             pass  # the schema's tables, made by a role that may
-        await admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'")
-        tables = [r[0] for r in await admin.fetch("SELECT tablename FROM pg_tables WHERE tablename LIKE $1",
-                                                  f"{prefix}\\_%")]
-        await admin.execute(f"GRANT ALL ON {', '.join(tables)} TO {role}")
+        await _grant_tables(admin, prefix, role)
         await admin.execute(f"REVOKE CREATE ON SCHEMA public FROM {role}, PUBLIC")
-        options = {**config.options, "dsn": as_user(postgres_url, role)}
-        message = await refusal(PostgresVectorStore(config.model_copy(update={"options": options})), OPEN)
-        check_refusal(message, "failed to find or create the table of 7-dimension vectors", role)
-        assert "permission denied for schema public" in message, message
-    finally:
-        await drop_prefix(postgres_url, prefix)
-        await admin.execute(f"DROP ROLE IF EXISTS {role}")
-        await admin.close()
+        message = await refusal(PostgresVectorStore(_as(config, postgres_url, role)), OPEN)
+    check_refusal(message, "failed to find or create the table of 7-dimension vectors", role)
+    assert "permission denied for schema public" in message, message
 
 
 async def test_a_schema_the_role_may_not_create_is_named(make_config, postgres_url):
     """The first store opened on a fresh table prefix creates the schema; a
     role that may not create tables gets an error saying so."""
-    prefix, role = fresh_prefix(), f"ragkit_{uuid.uuid4().hex[:8]}"
+    prefix = fresh_prefix()
     config: StoreConfig = make_config("errs", table_prefix=prefix)
-    admin = await asyncpg.connect(postgres_url)
-    try:
-        await admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'")
+    async with _role(postgres_url, prefix) as (role, admin):
         await admin.execute(f"REVOKE CREATE ON SCHEMA public FROM {role}, PUBLIC")
-        options = {**config.options, "dsn": as_user(postgres_url, role)}
-        message = await refusal(PostgresKVStore(config.model_copy(update={"options": options})), OPEN)
-        check_refusal(message, "failed to create the schema", role)
-        assert "permission denied for schema public" in message, message
-    finally:
-        await drop_prefix(postgres_url, prefix)
-        await admin.execute(f"DROP ROLE IF EXISTS {role}")
-        await admin.close()
+        message = await refusal(PostgresKVStore(_as(config, postgres_url, role)), OPEN)
+    check_refusal(message, "failed to create the schema", role)
+    assert "permission denied for schema public" in message, message
