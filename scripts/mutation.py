@@ -36,12 +36,14 @@ try the next ones: every mutant of a target is tried within mutants/N days.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -102,6 +104,12 @@ class Target:
     """Where the module's package lives in the repository, when not at its top
     (a plugin's: ``plugins/ragkit-redis/ragkit_redis``); it is linked at the
     staging directory's top, where mutmut puts the mutated copy on sys.path."""
+    child_tests: list[str] = field(default_factory=list)
+    """Tests that reach the module in a child process (a worker it spawns, a
+    process a test starts). mutmut traces which tests call a function in the
+    test process only, so it runs no test, or not these, for a mutant there:
+    every mutant that survives its run is run against these too, with its
+    name in the environment, which the child inherits (``run_in_children``)."""
 
     @property
     def slug(self) -> str:
@@ -276,6 +284,9 @@ def run_target(target: Target, root: Path, equivalents: list[Equivalent], *, cou
     codes = _retry_timeouts(target, where, codes, [n for n in chosen if codes.get(n) in TIMEOUTS]) or codes
     outcome = Outcome(target)
     lines = mutated_lines(target, where, [n for n in chosen if codes.get(n) in SURVIVED])
+    if target.child_tests:
+        unexplained = [n for n in lines if not explained(equivalents, target.module, function_of(target, n), lines[n])]
+        codes = {**codes, **run_in_children(target, where, unexplained)}
     for name in chosen:
         code = codes.get(name)
         if code in KILLED:
@@ -291,6 +302,53 @@ def run_target(target: Target, root: Path, equivalents: list[Equivalent], *, cou
         else:
             outcome.other[name] = code
     return outcome
+
+
+CHILD_KILLED, CHILD_TIMEOUT = 1, 24
+"""The exit codes ``run_in_children`` records: mutmut's for a failed test and a timeout."""
+
+
+def run_in_children(target: Target, where: Path, names: list[str]) -> dict[str, int]:
+    """Each mutant's exit code against ``target.child_tests``: pytest in a new
+    process, from mutmut's copy of the sources (first on the path, for the
+    children too), with ``MUTANT_UNDER_TEST`` set. Each run's limit is
+    ``RETRY_MULTIPLIER`` x the clean run's time plus the target's floor."""
+    if not names:
+        return {}
+    copy = where / "mutants"
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x", "-q", *target.child_tests]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "CI": "1",
+           "PYTHONPATH": os.pathsep.join([str(copy), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+    log = where / "children.log"
+
+    def run(mutant: str, limit: float | None) -> int | None:
+        """pytest's exit code, or None when it ran out of ``limit``."""
+        # Its own session, and output to a file: a child the tests started that
+        # outlives them (a hung worker) is killed with them and holds no pipe.
+        with log.open("w") as out, subprocess.Popen(command, cwd=copy, env={**env, "MUTANT_UNDER_TEST": mutant},
+                                                    stdout=out, stderr=subprocess.STDOUT,
+                                                    start_new_session=True) as proc:
+            try:
+                return proc.wait(timeout=limit)
+            except subprocess.TimeoutExpired:
+                return None
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+    started = time.monotonic()
+    if run("", None) != 0:
+        tail = "\n".join(log.read_text().splitlines()[-25:])
+        raise TargetError(f"{target.name}: its child_tests fail with no mutant ({log}):\n{tail}")
+    limit = RETRY_MULTIPLIER * (time.monotonic() - started) + target.time_floor
+    print(f"   {len(names)} survivors: running them against the child_tests ({limit:.0f} s limit each)", flush=True)
+    codes = {}
+    for name in names:
+        code = run(name, limit)
+        # A timeout is a kill, as mutmut's are: a hang is caught.
+        codes[name] = CHILD_TIMEOUT if code is None else 0 if code == 0 else CHILD_KILLED
+    return codes
 
 
 def _retry_timeouts(target: Target, where: Path, first: dict, names: list[str]) -> dict | None:
@@ -343,7 +401,10 @@ def write_report(outcomes: dict[str, dict], targets: dict[str, Target], path: Pa
         f"tests' clean time plus {TIME_FLOOR:g} s) is killed if it also does when run again alone with {RETRY_MULTIPLIER:g}x:",
         f"{PROBES} of a target's timeouts run again first, and the rest only if one of those",
         "finishes (the machine was busy). *Gated*: CI's slice (`make mutation-slice`) tries a rotating",
-        "subset of its mutants and fails on any new survivor.",
+        "subset of its mutants and fails on any new survivor. mutmut traces calls in the test",
+        "process only: where a module runs in a child process too (a worker it spawns), its",
+        "target's `child_tests` run again for each survivor, the mutant named in the",
+        "environment the child inherits.",
         "",
         "| target | module | mutants | killed | equivalent | survivors | score | gated | run |",
         "|---|---|---|---|---|---|---|---|---|",

@@ -22,6 +22,7 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from ragkit.offline import extract_en, extract_zh
 from ragkit.offline.extract import MentionFinder, find_candidates
@@ -69,7 +70,7 @@ class _Sentence:
     names: frozenset[str]
 
 
-def has_context(system: str | None) -> bool:
+def has_context(system: str | None) -> TypeGuard[str]:
     return system is not None and CONTEXT_MARK in system
 
 

@@ -14,7 +14,7 @@ It answers each kind of prompt the pipeline sends (told apart by
 from __future__ import annotations
 
 import asyncio
-import json
+import functools
 import multiprocessing
 import os
 import re
@@ -80,16 +80,17 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="ragkit-offline-parent", daemon=True).start()
 
 
-_WORKER_RULES: dict[str, OfflineLLM] = {}
+def _complete_in_worker(request: ChatRequest) -> Completion:
+    """In the worker process: the rules' answer to an extraction or a summary."""
+    return _worker_rules().completion(request)
 
 
-def _complete_in_worker(options: dict, request: ChatRequest) -> Completion:
-    """In the worker process: the rules' answer (one adapter per options)."""
-    key = json.dumps(options, sort_keys=True)
-    llm = _WORKER_RULES.get(key)
-    if llm is None:
-        llm = _WORKER_RULES[key] = OfflineLLM(options)
-    return llm.completion(request)
+@functools.cache
+def _worker_rules() -> OfflineLLM:
+    # The defaults serve every caller: no option shapes an extraction or a
+    # summary (``answer_sentences`` is the answers'). An option that did would
+    # have to travel with the request.
+    return OfflineLLM()
 
 
 class OfflineOptions(BaseModel):
@@ -118,10 +119,8 @@ class OfflineLLM(ModelAdapter):
         loop = asyncio.get_running_loop()
         # A subclass that answers otherwise (a test's) is kept in this process.
         if request.role in _BULK_ROLES and type(self).respond is OfflineLLM.respond:
-            # The rules' own options only: a subclass's (a delay, a key) stay here.
-            rules = {name: getattr(self.options, name) for name in OfflineOptions.model_fields}
             try:
-                return await loop.run_in_executor(_BULK.get(), _complete_in_worker, rules, request)
+                return await loop.run_in_executor(_BULK.get(), _complete_in_worker, request)
             except BrokenProcessPool:
                 _BULK.drop()  # the worker died (killed, out of memory): the next call starts another
                 raise
@@ -150,7 +149,7 @@ class OfflineLLM(ModelAdapter):
         if role == "answer":
             if not answers.has_context(request.system):
                 return answers.bypass(request.prompt)
-            return answers.answer(request.prompt, request.system or "", self.options.answer_sentences)
+            return answers.answer(request.prompt, request.system, self.options.answer_sentences)
         return OTHER
 
     def _cut(self, text: str, tokens: int) -> str:
@@ -170,7 +169,7 @@ def _role_of(request: ChatRequest) -> str:
 
 
 def _extraction(request: ChatRequest) -> str:
-    text = None if is_gleaning_request(request) else chunk_text_of(request.prompt)
+    text = chunk_text_of(request.prompt)  # None for a gleaning prompt: it holds no chunk
     if not text:
         return COMPLETE_MARKER  # gleaning: the rules found all they can the first time
     found = _TYPES_LINE.search(request.prompt)

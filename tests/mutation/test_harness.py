@@ -227,3 +227,57 @@ def test_when_every_probe_hangs_again_the_other_timeouts_stand_as_kills(tmp_path
     assert f"every probe hung again: the other {int(found.group(1)) - 2} timeouts stand" in out, out
     assert "a probe finished" not in out and "NOT JUDGED" not in out, out
     assert re.search(r"14 mutants: 12 killed, 0 equivalent, 2 survived, 0 other", out), out
+
+
+CHILD = '''
+def shout(text):
+    return text.upper() + "!"
+
+
+def whisper(text):
+    return text.lower() + "..."
+'''
+
+CHILD_TEST = '''
+import subprocess
+import sys
+
+from toy.child import whisper
+
+
+def test_whisper_here():
+    assert whisper("HI") == "hi..."
+
+
+def test_shout_in_a_child_process():
+    code = "import sys; from toy.child import shout; print(shout(sys.argv[1]))"
+    done = subprocess.run([sys.executable, "-c", code, "hi"], capture_output=True, text=True, check=True)
+    assert done.stdout == "HI!\\n"
+'''
+
+
+def test_mutants_reached_only_in_a_child_process_are_run_against_its_child_tests(tmp_path):
+    """``shout`` runs only in a process the test starts: mutmut traces no test
+    calling it, so without ``child_tests`` each of its mutants survives, marked
+    "no test calls it" (``whisper``'s, called here, are killed); with them, each
+    runs against those tests with its name in the environment the child
+    inherits, and each is killed there."""
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "__init__.py").write_text("")
+    (tmp_path / "toy" / "child.py").write_text(CHILD)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_child.py").write_text(CHILD_TEST)
+    target = '[targets."toy"]\nmodule = "toy/child.py"\ntests = ["tests/test_child.py"]\n'
+    (tmp_path / "targets.toml").write_text(target)
+    untraced = _harness(tmp_path, "--report", str(tmp_path / "report.md"))
+    out = untraced.stdout + untraced.stderr
+    found = re.search(r"(\d+) mutants: (\d+) killed, 0 equivalent, (\d+) survived, 0 other", out)
+    assert found and "0" not in (found.group(2), found.group(3)), out
+    assert out.count("(no test calls it)") == int(found.group(3)) == out.count("shout: "), out
+
+    (tmp_path / "targets.toml").write_text(target + 'child_tests = ["tests/test_child.py"]\n')
+    done = _harness(tmp_path, "--report", str(tmp_path / "report.md"))
+    out = done.stdout + done.stderr
+    assert f"{found.group(3)} survivors: running them against the child_tests" in out, out
+    assert f"{found.group(1)} mutants: {found.group(1)} killed, 0 equivalent, 0 survived, 0 other" in out, out
+    assert done.returncode == 0, out

@@ -21,6 +21,7 @@ from ragkit.core.prompts import (
 )
 from ragkit.offline import NOTICE, OfflineLLM, notice_once
 from ragkit.offline.answer import BYPASS, NOTICE_EN, NOTICE_ZH
+from ragkit.offline.llm import OTHER
 from ragkit.protocols import ChatRequest
 from ragkit.query.answer import build_answer_request, build_bypass_request
 from ragkit.query.keywords import parse_keywords
@@ -59,6 +60,14 @@ def answer_request(question: str, context: str = CONTEXT) -> ChatRequest:
     return build_answer_request(question, context, history=[], response_type="Multiple Paragraphs", language="English")
 
 
+async def both(llm: OfflineLLM, request: ChatRequest) -> str:
+    """The answer from ``complete`` (an extraction's or a summary's: the worker
+    process's), checked equal to the one the rules give in this process."""
+    text = (await llm.complete(request)).text
+    assert llm.respond(request) == text
+    return text
+
+
 def cited(text: str) -> list[int]:
     return [int(n) for n in re.findall(r"\[(\d+)\]", text)]
 
@@ -91,29 +100,43 @@ async def test_keywords_in_chinese_and_without_names(llm):
 
 async def test_gleaning_gets_the_marker_only(llm):
     first = build_extraction_request("Gu Yao leads Project Haijia.")
-    answer = (await llm.complete(first)).text
+    answer = await both(llm, first)
     assert "Gu Yao" in answer and answer.endswith(COMPLETE_MARKER)
-    assert (await llm.complete(build_gleaning_request(first, answer))).text == COMPLETE_MARKER
+    assert await both(llm, build_gleaning_request(first, answer)) == COMPLETE_MARKER
 
 
 async def test_extraction_uses_the_prompts_entity_types(llm):
     request = build_extraction_request("Gu Yao leads Project Haijia.", entity_types=["person", "project"])
-    text = (await llm.complete(request)).text
+    text = await both(llm, request)
     assert "entity<|#|>Project Haijia<|#|>project<|#|>" in text
     assert "entity<|#|>Gu Yao<|#|>person<|#|>" in text
+
+
+async def test_an_extraction_prompt_without_entity_types_gets_the_default_ones(llm):
+    request = build_extraction_request("Gu Yao leads Project Haijia.", entity_types=["project"])
+    untyped = request.model_copy(update={"prompt": re.sub(r"^Entity types: .*\n", "", request.prompt, flags=re.M)})
+    assert "Entity types" not in untyped.prompt
+    text = await both(llm, untyped)
+    assert "entity<|#|>Gu Yao<|#|>person<|#|>" in text and "<|#|>project<|#|>" not in text
 
 
 async def test_summary_is_extractive_and_within_max_tokens(llm):
     lines = [f"Statement {i}: Gu Yao reviewed the schedule of batch {i} with supplier number {i}." for i in range(30)]
     lines.append("Gu Yao leads Project Haijia.")
     request = build_summary_request("Gu Yao", lines, language="English", max_tokens=60)
-    out = (await llm.complete(request)).text
+    out = await both(llm, request)
     kept = out.split("\n")
     assert kept and set(kept) <= set(lines)
     assert llm.tokenizer.count(out) <= 60
     assert kept == sorted(kept, key=lines.index)  # original order
-    everything = (await llm.complete(build_summary_request("X", lines[:3], language="English", max_tokens=500))).text
+    everything = await both(llm, build_summary_request("X", lines[:3], language="English", max_tokens=500))
     assert everything.split("\n") == lines[:3]
+
+
+async def test_a_summary_of_one_statement_longer_than_max_tokens_is_its_start(llm):
+    statement = " ".join(f"Gu Yao inspected buoy {i} of Project Haijia." for i in range(20))
+    out = await both(llm, build_summary_request("Gu Yao", [statement], language="English", max_tokens=12))
+    assert statement.startswith(out) and 8 <= llm.tokenizer.count(out) <= 12
 
 
 async def test_answer_quotes_cited_sentences_and_says_no_model_was_used(llm):
@@ -166,9 +189,11 @@ async def test_identity_usage_and_roles_told_apart_without_the_role(llm):
     assert OfflineLLM({"answer_sentences": 2}).model_id != llm.model_id
     out = await llm.complete(answer_request(QUESTION))
     assert out.usage.input_tokens > 100 and out.usage.output_tokens > 10
-    for request in (answer_request(QUESTION), build_keywords_request(QUESTION), build_extraction_request("Gu Yao.")):
+    summary = build_summary_request("Gu Yao", ["Gu Yao leads Project Haijia."], language="English", max_tokens=50)
+    for request in (answer_request(QUESTION), build_keywords_request(QUESTION), build_extraction_request("Gu Yao."),
+                    summary):
         untagged = request.model_copy(update={"role": "other"})
-        assert llm.respond(untagged) == llm.respond(request)
+        assert llm.respond(untagged) == llm.respond(request) != OTHER
     assert "no generative model" in llm.respond(ChatRequest(prompt="Say OK."))
 
 
@@ -209,18 +234,52 @@ async def test_the_worker_process_answers_as_the_rules_do_here(which):
         assert "<|#|>person<|#|>" in here.text or "<|#|>organization<|#|>" in here.text, "the default types"
 
 
-def test_the_worker_keeps_one_adapter_per_options(monkeypatch):
+def test_the_worker_answers_with_the_default_options_which_shape_no_bulk_answer():
+    """One adapter with the defaults answers in the worker, whatever the
+    caller's options: none of them shapes an extraction or a summary."""
     from ragkit.offline import llm as offline_llm
 
-    monkeypatch.setattr(offline_llm, "_WORKER_RULES", {})  # as a new worker starts
-    request = _bulk_requests()[0]
-    first = offline_llm._complete_in_worker({"answer_sentences": 2}, request)
-    assert first == OfflineLLM({"answer_sentences": 2}).completion(request)
-    kept = dict(offline_llm._WORKER_RULES)
-    offline_llm._complete_in_worker({"answer_sentences": 2}, request)
-    assert offline_llm._WORKER_RULES == kept and len(kept) == 1, "the same options: the same adapter"
-    offline_llm._complete_in_worker({"answer_sentences": 4}, request)
-    assert sorted(llm.options.answer_sentences for llm in offline_llm._WORKER_RULES.values()) == [2, 4]
+    assert set(offline_llm.OfflineOptions.model_fields) == {"answer_sentences"}, (
+        "a new option: if it shapes an extraction or a summary, send it to the worker (_complete_in_worker)")
+    for request in _bulk_requests():
+        assert offline_llm._complete_in_worker(request) == OfflineLLM({"answer_sentences": 1}).completion(request)
+    assert offline_llm._worker_rules() is offline_llm._worker_rules()
+
+
+async def test_extractions_and_summaries_run_in_the_worker_process_and_queries_do_not():
+    """A query's keywords and answer never wait behind an indexing run's
+    extractions: those go to the worker process, the query's to a thread."""
+    import multiprocessing
+
+    from ragkit.offline import llm as offline_llm
+
+    offline_llm._BULK.get().shutdown(wait=True)
+    offline_llm._BULK.drop()  # as in a process that has not indexed yet
+    llm = OfflineLLM()
+    await llm.complete(build_keywords_request(QUESTION))
+    await llm.complete(answer_request(QUESTION))
+    assert multiprocessing.active_children() == [], "a query started the worker process"
+    await llm.complete(_bulk_requests()[0])
+    assert len(multiprocessing.active_children()) == 1, "the extraction ran without the worker process"
+
+
+async def test_a_subclass_that_answers_otherwise_answers_here_on_the_offline_thread():
+    """A subclass's own ``respond`` (a test's double) is not the worker's: it
+    runs in this process for every role, on the rules' own thread."""
+    import os
+    import threading
+
+    seen = []
+
+    class Probe(OfflineLLM):
+        def respond(self, request):
+            seen.append((request.role, threading.current_thread().name, os.getpid()))
+            return super().respond(request)
+
+    for request in (_bulk_requests()[0], _bulk_requests()[3], build_keywords_request(QUESTION)):
+        await Probe().complete(request)
+    assert [role for role, _, _ in seen] == ["extraction", "summary", "keywords"]
+    assert {(name.split("_")[0], pid) for _, name, pid in seen} == {("ragkit-offline", os.getpid())}
 
 
 def test_a_forked_process_gets_its_own_worker():
