@@ -109,3 +109,18 @@ def test_a_database_that_cannot_be_created_names_its_path_and_why(tmp_path):
     with pytest.raises(ConfigError) as caught:
         Connection(path, "NORMAL")
     assert str(caught.value) == f"cannot open SQLite database {path}: [Errno 17] File exists: '{tmp_path / 'ws'}'"
+
+
+def test_a_statement_outside_a_transaction_commits_by_itself(tmp_path):
+    """Autocommit: a write run by ``fetchall`` or ``fetchone`` (``... RETURNING``)
+    is seen at once by another connection; sqlite3's default would open a
+    transaction for it that nothing commits."""
+    db, other = Connection(tmp_path / "db.sqlite", "NORMAL"), Connection(tmp_path / "db.sqlite", "NORMAL")
+    try:
+        db.script("CREATE TABLE t (x INTEGER)")
+        assert db.fetchall("INSERT INTO t VALUES (1) RETURNING x") == [(1,)]
+        assert db.fetchone("UPDATE t SET x = 2 RETURNING x") == (2,)
+        assert other.fetchall("SELECT x FROM t") == [(2,)]
+    finally:
+        db.close()
+        other.close()

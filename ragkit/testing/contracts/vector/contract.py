@@ -345,12 +345,14 @@ class VectorCountAndIdsTests:
     @checks("vector.ids.once")
     async def test_ids_yields_every_id_once(self, adapter):
         """``ids()`` yields each stored id exactly once (1200 ids, to cross page
-        boundaries of paged scans) and agrees with ``count()``.
+        boundaries of paged scans, starting with digits, capitals, small letters
+        and non-ASCII letters) and agrees with ``count()``.
 
-        Troubleshoot: paged scans must use a stable cursor (scroll offset / last id).
+        Troubleshoot: paged scans must use a stable cursor (scroll offset / last
+        id), starting below every id.
         """
         d = adapter.dimension
-        ids = [f"id-{i:05d}" for i in range(1200)]
+        ids = varied_ids("id", 1200)
         await adapter.upsert(ids, rand(1200, d, seed=22))
         got = await collect(adapter.ids())
         assert len(got) == len(set(got)), "ids() yielded duplicates"
@@ -367,7 +369,7 @@ class VectorCountAndIdsTests:
         (scroll offset / last id), asking the backend for vectors and metadata.
         """
         d = adapter.dimension
-        ids = [f"r-{i:05d}" for i in range(1200)]
+        ids = varied_ids("r", 1200)
         m = rand(1200, d, seed=23)
         metas = [{"i": i, "odd": bool(i % 2)} for i in range(1200)]
         await adapter.upsert(ids, m, metas)
@@ -383,6 +385,14 @@ class VectorCountAndIdsTests:
             assert difference(metas[n], seen[id_].metadata) is None, id_
         with pytest.raises(InvalidValueError):
             adapter.records(0)
+
+
+def varied_ids(stem: str, n: int) -> list[str]:
+    """``n`` ids whose first characters spread over the code points (a digit,
+    capitals, small letters, accented and CJK letters), as real ids do: a
+    paged scan whose cursor starts above some of them misses those."""
+    starts = ["0", "A", "Z", "_", "a", "z", "é", "中"]
+    return [f"{starts[i % len(starts)]}{stem}-{i:05d}" for i in range(n)]
 
 
 class VectorDropAndIsolationTests:

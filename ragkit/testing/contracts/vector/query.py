@@ -390,8 +390,8 @@ class VectorFilterTests:
         q = unit(d, 1)
         near = np.stack([unit(d, 1, 0.01 * i) for i in range(60)])
         far = np.stack([unit(d, -1, 1 + i) for i in range(3)])
-        ids = [f"near{i:02d}" for i in range(60)] + ["far0", "far1", "far2"]
+        ids = [f"near{i:02d}" for i in range(60)] + ["0-far", "Far", "far"]  # first characters far apart
         metas = [{"kind": "near"}] * 60 + [{"kind": "far"}] * 3
         await adapter.upsert(ids, np.concatenate([near, far]), metas)
         hits = await adapter.query(q, 3, filter={"kind": "far"})
-        assert sorted(h.id for h in hits) == ["far0", "far1", "far2"]
+        assert sorted(h.id for h in hits) == ["0-far", "Far", "far"]
