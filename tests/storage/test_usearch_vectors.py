@@ -236,29 +236,48 @@ def statements(s: USearchVectorStore) -> list[str]:
     return seen
 
 
-async def test_a_search_after_this_instances_own_writes_reads_no_rows_back(tmp_path):
+async def test_a_search_after_this_instances_own_writes_reads_no_rows_back(tmp_path, monkeypatch):
     """The graph takes this instance's writes as they are made, the first one
-    into an empty namespace included: neither the write nor the search that
-    follows reads changed rows or deletions back, and the search reads the
-    namespace's state once. Another instance's write is read back (the check
-    sees it)."""
+    into an empty namespace and the first after a drop included: neither the
+    write nor the search that follows reads changed rows or deletions back,
+    and the search reads the namespace's state once. Another instance's write
+    is read back and added to the graph (no new graph), also when this
+    instance writes before it searches."""
+    made = []
+    original = USearchVectorStore._new_graph
+    monkeypatch.setattr(USearchVectorStore, "_new_graph", lambda self: made.append(1) or original(self))
     matrix = clustered(40)
     async with store(tmp_path) as s, store(tmp_path) as other:
-        for step in ("first write", "second write", "delete"):
+        assert len(made) == 2  # each instance's empty graph
+        for step in ("first write", "second write", "delete", "drop", "after the drop"):
             seen = statements(s)
             if step == "delete":
                 await s.delete(ids(1))
+            elif step == "drop":
+                await s.drop()
+                await s.query(matrix[5], 3)  # a graph made anew, in step with the drop
+                seen.clear()
             else:
-                first = step == "first write"
+                first = step != "second write"
                 await s.upsert(ids(20, 0 if first else 20), matrix[:20] if first else matrix[20:])
             write = len(seen)
             await s.query(matrix[5], 3)
             assert not [q for q in seen if "SELECT key FROM vectors_gone" in q or "seq >=" in q], (step, seen)
             assert sum("FROM vectors_state" in q for q in seen[write:]) == 1, (step, seen[write:])
+        assert len(made) == 3, "a graph was made anew other than after the drop"
+        await other.query(matrix[0], 1)  # other's graph is older than the drop: made anew
         await other.upsert(["elsewhere"], matrix[:1])
         seen = statements(s)
-        assert "elsewhere" in {h.id for h in await s.query(matrix[0], 3)}
-        assert [q for q in seen if "vectors_gone" in q], seen
+        await s.upsert(["here"], matrix[1:2])
+        assert {h.id for h in await s.query(matrix[0], 2)} == {"elsewhere", "v00000"}
+        assert {h.id for h in await s.query(matrix[1], 2)} == {"here", "v00001"}
+        assert [q for q in seen if "SELECT key FROM vectors_gone" in q], seen
+        assert len(made) == 4, "another instance's write made a new graph"
+        await s.drop()
+        await s.query(matrix[0], 1)  # s's graph made anew, at the drop
+        await other.upsert(["later"], matrix[2:3])  # other's too: it is older than the drop
+        assert [h.id for h in await s.query(matrix[2], 1)] == ["later"]
+        assert len(made) == 6, "another instance's write after a drop made a new graph"
 
 
 async def test_a_store_up_to_exact_rows_is_searched_exactly(tmp_path):
@@ -289,3 +308,67 @@ async def test_a_saved_graph_is_loaded_not_built_again_and_saved_again_at_each_c
         assert made == [1], "the saved graph was built again"
         assert len(s._graph) == 60 and json.loads(s.sidecar.read_text())["seq"] == s._seq
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
+async def test_a_graph_that_fails_to_take_a_write_is_built_again_from_the_rows(tmp_path, monkeypatch):
+    """The write is committed before the graph takes it: when the graph fails
+    (out of memory, say), the caller gets that error, and the next search
+    builds the graph again from the rows, the write included."""
+    matrix = clustered(20)
+    async with store(tmp_path) as s:
+        await s.upsert(ids(10), matrix[:10])
+
+        def fail(keys, vectors):
+            raise MemoryError("no memory for the graph")
+
+        monkeypatch.setattr(s, "_put", fail)
+        with pytest.raises(MemoryError, match="no memory for the graph"):
+            await s.upsert(ids(10, 10), matrix[10:])
+        monkeypatch.undo()
+        assert s._graph is None
+        assert [h.id for h in await s.query(matrix[15], 1)] == ["v00015"] and len(s._graph) == 20
+
+
+async def test_another_dimension_is_refused_naming_the_recorded_embedder_until_the_store_is_emptied(tmp_path):
+    """Reopened with vectors of another size (another embedder), the store
+    names the embedder that wrote it; once its vectors are deleted, it takes
+    the new size."""
+    from ragkit.errors import DimensionMismatchError
+
+    async with store(tmp_path) as s:
+        await s.upsert(ids(3), clustered(3))
+    other = USearchVectorStore(StoreConfig(namespace="entities", working_dir=tmp_path, dimension=DIM // 2,
+                                           embedder="test:other"))
+    async with other:
+        assert other.stored_dimension == DIM and other.stored_embedder == "test:hash"
+        with pytest.raises(DimensionMismatchError, match="test:hash"):
+            await other.query(np.ones(DIM // 2, dtype=np.float32), 1)
+        await other.delete(ids(3))
+    async with other:
+        assert other.stored_dimension is None
+        await other.upsert(["half"], np.ones((1, DIM // 2), dtype=np.float32))
+        assert [h.id for h in await other.query(np.ones(DIM // 2, dtype=np.float32), 1)] == ["half"]
+
+
+async def test_an_open_that_changes_nothing_writes_no_graph_file(tmp_path, monkeypatch):
+    """Opened, searched and closed without a write, the store leaves the saved
+    graph as it was (a read-only use writes nothing); a graph made anew after
+    a drop and saved is loaded at the next open."""
+    made = []
+    original = USearchVectorStore._new_graph
+    monkeypatch.setattr(USearchVectorStore, "_new_graph", lambda self: made.append(1) or original(self))
+    matrix = clustered(30)
+    async with store(tmp_path) as s:
+        await s.upsert(ids(30), matrix)
+    folder = store(tmp_path).sidecar.parent
+    before = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
+    async with store(tmp_path) as s:
+        assert [h.id for h in await s.query(matrix[3], 1)] == ["v00003"]
+    assert {p.name: p.stat().st_mtime_ns for p in folder.iterdir()} == before
+    async with store(tmp_path) as s:
+        await s.drop()
+        assert await s.query(matrix[3], 1) == []  # the empty graph, saved at close
+    made.clear()
+    async with store(tmp_path) as s:
+        assert s._graph is not None and len(s._graph) == 0 and s._seq == json.loads(s.sidecar.read_text())["seq"]
+        assert made == [], "the graph saved after the drop was built again"
