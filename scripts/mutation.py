@@ -281,7 +281,11 @@ def run_target(target: Target, root: Path, equivalents: list[Equivalent], *, cou
     if done.returncode or all(codes.get(n) is None for n in chosen):
         tail = "\n".join(done.stdout.splitlines()[-25:])
         raise TargetError(f"{target.name}: mutmut failed (exit {done.returncode}; log {where / 'run.log'}):\n{tail}")
-    codes = _retry_timeouts(target, where, codes, [n for n in chosen if codes.get(n) in TIMEOUTS]) or codes
+    if count is None:
+        # The slice takes a timeout as the kill it is counted as: running it
+        # again (minutes on CI's busy machine) could only turn it into a
+        # survivor, which the full run, the one that scores, finds.
+        codes = _retry_timeouts(target, where, codes, [n for n in chosen if codes.get(n) in TIMEOUTS]) or codes
     outcome = Outcome(target)
     lines = mutated_lines(target, where, [n for n in chosen if codes.get(n) in SURVIVED])
     if target.child_tests:
@@ -401,7 +405,8 @@ def write_report(outcomes: dict[str, dict], targets: dict[str, Target], path: Pa
         f"tests' clean time plus {TIME_FLOOR:g} s) is killed if it also does when run again alone with {RETRY_MULTIPLIER:g}x:",
         f"{PROBES} of a target's timeouts run again first, and the rest only if one of those",
         "finishes (the machine was busy). *Gated*: CI's slice (`make mutation-slice`) tries a rotating",
-        "subset of its mutants and fails on any new survivor. mutmut traces calls in the test",
+        "subset of its mutants and fails on any new survivor (it counts a timeout as a kill, with no",
+        "second run). mutmut traces calls in the test",
         "process only: where a module runs in a child process too (a worker it spawns), its",
         "target's `child_tests` run again for each survivor, the mutant named in the",
         "environment the child inherits.",

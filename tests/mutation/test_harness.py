@@ -190,6 +190,28 @@ def test_mutants_timed_out_by_a_busy_machine_are_run_again_not_counted_as_killed
     assert out.count("SURVIVED") == 3 and "NOT JUDGED" not in out, out
 
 
+def test_the_slice_counts_a_timeout_as_a_kill_without_running_it_again(tmp_path):
+    """The same slowed mutants in a slice: no second run (CI's minutes), each
+    timeout counted as the kill it is taken for; the full run re-judges them."""
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "__init__.py").write_text("")
+    (tmp_path / "toy" / "nap.py").write_text("import time\n\n\n" + NAPS)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_nap.py").write_text(
+        "from toy.nap import doze, nap, rest\n\n\n"
+        "def test_nap():\n    assert (nap(), doze(), rest()) == ('rested',) * 3\n"
+    )
+    (tmp_path / "targets.toml").write_text(
+        '[targets."toy"]\nmodule = "toy/nap.py"\ntests = ["tests/test_nap.py"]\ntime_floor = 0.2\ngate = true\n'
+    )
+    done = _harness(tmp_path, "--slice", "100")
+    out = done.stdout + done.stderr
+    assert "again alone" not in out and "SURVIVED" not in out, out
+    found = re.search(r"(\d+) mutants: (\d+) killed, 0 equivalent, 0 survived, 0 other", out)
+    assert found and found.group(1) == found.group(2), out
+    assert done.returncode == 0, out
+
+
 LOOPS = """\
 def up():
     i = 0
