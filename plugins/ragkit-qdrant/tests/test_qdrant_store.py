@@ -305,8 +305,9 @@ async def test_a_foreign_collection_is_refused(tmp_path):
 async def test_server_mode_passes_url_key_grpc_and_search_params(tmp_path, monkeypatch):
     """With ``url`` the store builds ``AsyncQdrantClient(url, api_key,
     prefer_grpc, ...)``, creates the workspace payload index (keyword,
-    is_tenant), sends ``SearchParams(hnsw_ef, exact)`` and closes its own
-    client. The client here is a recording local one: no server runs in CI."""
+    is_tenant), sends ``SearchParams(hnsw_ef, exact)``, waits for every write
+    to be applied (the next read sees it) and closes its own client. The
+    client here is a recording local one: no server runs in CI."""
     made: list[tuple[dict, Recorder]] = []
 
     def fake_client(**kwargs):
@@ -330,6 +331,70 @@ async def test_server_mode_passes_url_key_grpc_and_search_params(tmp_path, monke
     assert [h.id for h in hits] == ["b"]
     (query,) = [kw for n, kw in recorder.calls if n == "query_points"]
     assert query["search_params"] == models.SearchParams(hnsw_ef=128, exact=False)
+    assert sorted(r.id for page in await collect_all(store.records(10)) for r in page) == ["a", "b"]
+    scrolls = [kw for n, kw in recorder.calls if n == "scroll"]
+    assert scrolls[0]["offset"] is None, "a scroll starts with no offset (a server refuses an empty point id)"
+    await store.delete(["a"])
     await store.drop()
+    writes = [(n, kw.get("wait")) for n, kw in recorder.calls if n in ("upsert", "delete")]
+    assert writes == [("upsert", True), ("delete", True), ("delete", True)], "a server write waits until it is applied"
     await store.close()
     assert [n for n, _ in recorder.calls][-1] == "close"
+
+
+class Refusing(Recorder):
+    """A real client whose calls (their coroutines) fail as a server that
+    refuses them would, once ``refuse`` is set."""
+
+    refuse = False
+
+    def __getattr__(self, name):
+        target = super().__getattr__(name)
+        if not self.refuse or not callable(target):
+            return target
+
+        async def refused(*args, **kwargs):
+            raise RuntimeError("refused by the test")
+
+        return refused
+
+
+async def test_a_failing_call_is_a_store_error_naming_the_operation_and_collection(opened):
+    """Each operation's failure says which one failed, on which collection
+    and where, with the client's own error."""
+    store = await opened()
+    await store.upsert(["a"], rows(1))
+    client = store._client
+    store._client = refusing = Refusing(client)
+    refusing.refuse = True
+    where = f"on collection 'ragkit_chunks' (Qdrant (local) at {store.path}) failed: RuntimeError: refused by the test"
+    calls = {
+        "upsert": lambda: store.upsert(["b"], rows(1)),
+        "delete": lambda: store.delete(["a"]),
+        "get": lambda: store.get(["a"]),
+        "count": store.count,
+        "ids": lambda: collect_all(store.ids()),
+        "records": lambda: collect_all(store.records(10)),
+        "query": lambda: store.query(rows(1)[0], 1),
+        "drop": store.drop,
+    }
+    try:
+        for what, call in calls.items():
+            with pytest.raises(StoreError) as caught:
+                await call()
+            assert str(caught.value) == f"{what} {where}", what
+    finally:
+        store._client = client
+
+
+async def collect_all(iterator):
+    return [item async for item in iterator]
+
+
+async def test_records_come_in_pages_of_the_batch_asked_for(opened):
+    """``records(3)`` over 7 points: pages of 3, 3 and 1, one request each."""
+    store = await opened()
+    await store.upsert([f"p{i}" for i in range(7)], rows(7))
+    pages = await collect_all(store.records(3))
+    assert [len(p) for p in pages] == [3, 3, 1]
+    assert sorted(r.id for p in pages for r in p) == [f"p{i}" for i in range(7)]

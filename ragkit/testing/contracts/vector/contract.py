@@ -414,7 +414,7 @@ class VectorDropAndIsolationTests:
     @checks("store.drop.scoped")
     async def test_workspaces_and_namespaces_are_isolated(self, adapter):
         """Other workspaces and namespaces hold independent vectors under the same
-        ids: get, query, count, ids, delete and drop never cross over.
+        ids: get, query, count, ids, records, delete and drop never cross over.
 
         Troubleshoot: one collection per (workspace, namespace), or a workspace
         and namespace filter on every operation (queries included).
@@ -427,6 +427,8 @@ class VectorDropAndIsolationTests:
             assert (await adapter.count(), await ws.count(), await ns.count()) == (2, 1, 2)
             assert [h.id for h in await ws.query(unit(d, 1), 10)] == ["shared"]
             assert sorted(await collect(ns.ids())) == ["shared", "x"]
+            assert [(r.id, r.metadata) for page in await collect(ws.records(10)) for r in page] == [
+                ("shared", {"who": "ws"})]
             await ws.delete(["shared", "mine"])
             await ns.drop()
             await assert_records(
