@@ -156,7 +156,8 @@ async def test_metadata_qdrant_cannot_keep_is_refused(opened, meta):
 
 async def test_requests_are_batched(opened):
     """``batch_size = 100``: 250 points go as upserts of 100, 100, 50 (each
-    waited for), and get/delete are chunked the same way."""
+    waited for), get/delete are chunked the same way, and ids() scrolls pages
+    of 100."""
     store = await opened(batch_size=100)
     recorder = Recorder(store.client)
     store._client = recorder  # a spy around the real client: no public seam swaps the client
@@ -170,6 +171,7 @@ async def test_requests_are_batched(opened):
     await store.delete(ids[:230])
     assert recorder.sizes("delete", "points_selector") == [100, 100, 30]
     assert sorted([i async for i in store.ids()]) == ids[230:]
+    assert [kw["limit"] for n, kw in recorder.calls if n == "scroll"] == [100], "ids() scrolls pages of batch_size"
     store._client = recorder.client  # the real client back
 
 
@@ -271,7 +273,9 @@ async def test_another_dimension_opens_and_its_vectors_name_the_embedder(opened,
                 await call
             message = str(err.value)
             assert "'ragkit_chunks'" in message and "dimension 16 made by the embedder big (big-16)" in message
-            assert "dimension 8" in message and "collection_prefix" in message
+            assert "dimension 8" in message
+            assert message.endswith("or give this setup its own collection_prefix (every workspace of a namespace "
+                                    "shares one collection), or delete the collection and re-index"), message
         elsewhere = await opened(workspace="other", dimension=8, collection_prefix="small")
         assert elsewhere.collection_name == "small_chunks"
     finally:
@@ -332,8 +336,9 @@ async def test_server_mode_passes_url_key_grpc_and_search_params(tmp_path, monke
     (query,) = [kw for n, kw in recorder.calls if n == "query_points"]
     assert query["search_params"] == models.SearchParams(hnsw_ef=128, exact=False)
     assert sorted(r.id for page in await collect_all(store.records(10)) for r in page) == ["a", "b"]
+    assert sorted([i async for i in store.ids()]) == ["a", "b"]
     scrolls = [kw for n, kw in recorder.calls if n == "scroll"]
-    assert scrolls[0]["offset"] is None, "a scroll starts with no offset (a server refuses an empty point id)"
+    assert [kw["offset"] for kw in scrolls] == [None, None], "a scroll starts with no offset (a server refuses an empty id)"
     await store.delete(["a"])
     await store.drop()
     writes = [(n, kw.get("wait")) for n, kw in recorder.calls if n in ("upsert", "delete")]

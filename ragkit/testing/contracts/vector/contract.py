@@ -427,6 +427,7 @@ class VectorDropAndIsolationTests:
             assert (await adapter.count(), await ws.count(), await ns.count()) == (2, 1, 2)
             assert [h.id for h in await ws.query(unit(d, 1), 10)] == ["shared"]
             assert sorted(await collect(ns.ids())) == ["shared", "x"]
+            assert await collect(ws.ids()) == ["shared"]
             assert [(r.id, r.metadata) for page in await collect(ws.records(10)) for r in page] == [
                 ("shared", {"who": "ws"})]
             await ws.delete(["shared", "mine"])
