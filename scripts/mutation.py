@@ -104,6 +104,11 @@ class Target:
     """Where the module's package lives in the repository, when not at its top
     (a plugin's: ``plugins/ragkit-redis/ragkit_redis``); it is linked at the
     staging directory's top, where mutmut puts the mutated copy on sys.path."""
+    isolation: str = "fork"
+    """mutmut's ``process_isolation``: ``fork`` (each mutant's process forked
+    from the one that ran the tests for their coverage) or ``forkserver``
+    (forked from a process that ran none): for clients that do not survive a
+    fork of a process that used them (chromadb's)."""
     child_tests: list[str] = field(default_factory=list)
     """Tests that reach the module in a child process (a worker it spawns, a
     process a test starts). mutmut traces which tests call a function in the
@@ -204,6 +209,7 @@ def stage(target: Target, root: Path) -> Path:
         # default (30x the tests' time) spends minutes on each.
         "timeout_multiplier": TIMEOUT_MULTIPLIER,
         "timeout_constant": target.time_floor,
+        "process_isolation": target.isolation,
     }
     text = (root / "pyproject.toml").read_text() if (root / "pyproject.toml").exists() else ""
     text += "\n[tool.mutmut]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in table.items())
@@ -265,9 +271,21 @@ def mutated_lines(target: Target, where: Path, names: list[str]) -> dict[str, st
                           text=True, capture_output=True, check=False)
     if done.returncode:
         raise TargetError(f"{target.name}: mutmut could not show the mutants:\n{done.stderr}")
-    return {name: _squash(" ".join(line[1:] for line in diff.splitlines()
-                                   if line.startswith("+") and not line.startswith("+++")))
-            for name, diff in json.loads(done.stdout).items()}
+    return {name: _described(diff) for name, diff in json.loads(done.stdout).items()}
+
+
+def _described(diff: str) -> str:
+    """The ``+`` side, squashed; where an argument was removed it is empty or
+    only brackets (one for every argument of every call), so the removed
+    lines follow in ``[removed: ...]``."""
+    def side(mark: str) -> str:
+        return _squash(" ".join(line[1:] for line in diff.splitlines()
+                                if line.startswith(mark) and not line.startswith(mark * 3)))
+
+    plus = side("+")
+    if re.fullmatch(r"[)\]},\s]*", plus):
+        return f"{plus} [removed: {side('-')}]".lstrip()
+    return plus
 
 
 def run_target(target: Target, root: Path, equivalents: list[Equivalent], *, count: int | None,

@@ -303,3 +303,18 @@ def test_mutants_reached_only_in_a_child_process_are_run_against_its_child_tests
     assert f"{found.group(3)} survivors: running them against the child_tests" in out, out
     assert f"{found.group(1)} mutants: {found.group(1)} killed, 0 equivalent, 0 survived, 0 other" in out, out
     assert done.returncode == 0, out
+
+
+def test_a_removed_argument_is_described_by_what_was_removed():
+    """mutmut's argument removals leave an empty ``+`` side, or only the
+    call's closing brackets: the removed lines tell two of them apart (an
+    equivalent entry for one must not explain the other)."""
+    described = _harness_module()._described
+    removed_filter = "--- a\n+++ a\n-                scroll_filter=self._filter(),\n"
+    removed_limit = "--- a\n+++ a\n-                limit=batch,\n"
+    closing = "--- a\n+++ a\n-                wait=True,\n-            ),\n+                ),\n"
+    changed = "--- a\n+++ a\n-    x = 1\n+    x = 2\n"
+    assert described(removed_filter) == "[removed: scroll_filter=self._filter(),]"
+    assert described(removed_limit) == "[removed: limit=batch,]"
+    assert described(closing) == "), [removed: wait=True, ),]"
+    assert described(changed) == "x = 2"

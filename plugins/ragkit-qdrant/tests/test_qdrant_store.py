@@ -339,6 +339,8 @@ async def test_server_mode_passes_url_key_grpc_and_search_params(tmp_path, monke
     assert sorted([i async for i in store.ids()]) == ["a", "b"]
     scrolls = [kw for n, kw in recorder.calls if n == "scroll"]
     assert [kw["offset"] for kw in scrolls] == [None, None], "a scroll starts with no offset (a server refuses an empty id)"
+    assert await store.count() == 2
+    assert [kw.get("exact") for n, kw in recorder.calls if n == "count"] == [True], "a server counts exactly"
     await store.delete(["a"])
     await store.drop()
     writes = [(n, kw.get("wait")) for n, kw in recorder.calls if n in ("upsert", "delete")]
