@@ -369,6 +369,36 @@ async def test_a_failed_group_fails_every_caller(make_store, monkeypatch):
     assert sorted([i async for i in store.ids()]) == ["k0", "seed"]
 
 
+async def test_a_failing_call_is_a_store_error_naming_the_operation_and_collection(make_store, monkeypatch):
+    """Each read's failure says which operation failed, on which collection
+    and where, with Chroma's own error; a write's says "write"."""
+    store = await make_store("embedded")
+    await store.upsert(["seed"], [[1, 0, 0, 0]])
+
+    def refused(self, *args, **kwargs):
+        raise RuntimeError("refused by the test")
+
+    for method in ("get", "count", "query", "upsert"):
+        monkeypatch.setattr(Collection, method, refused)
+    where = f"on collection {store.collection_name!r} ({store.location}) failed: RuntimeError: refused by the test"
+    calls = {
+        "count": store.count,
+        "ids": lambda: collect_all(store.ids()),
+        "get": lambda: store.get(["seed"]),
+        "records": lambda: collect_all(store.records(10)),
+        "query": lambda: store.query([1, 0, 0, 0], 1),
+        "write": lambda: store.upsert(["b"], rows(1)),
+    }
+    for what, call in calls.items():
+        with pytest.raises(StoreError) as caught:
+            await call()
+        assert str(caught.value) == f"{what} {where}", what
+
+
+async def collect_all(iterator):
+    return [item async for item in iterator]
+
+
 # -- the chroma-server script ------------------------------------------------------------
 
 
