@@ -162,6 +162,19 @@ def test_an_unknown_target_is_refused_by_name(capsys):
     assert "no target named kv:nope; the targets: " in capsys.readouterr().err
 
 
+def _toy(root: Path, name: str, source: str, test: str, settings: str = "") -> None:
+    """A toy project: module ``toy/<name>.py``, its test, and one target for
+    them with ``settings`` (TOML lines) added."""
+    (root / "toy").mkdir(exist_ok=True)
+    (root / "toy" / "__init__.py").write_text("")
+    (root / "toy" / f"{name}.py").write_text(source)
+    (root / "tests").mkdir(exist_ok=True)
+    (root / "tests" / f"test_{name}.py").write_text(test)
+    (root / "targets.toml").write_text(
+        f'[targets."toy"]\nmodule = "toy/{name}.py"\ntests = ["tests/test_{name}.py"]\n{settings}')
+
+
+NAP_TEST = "from toy.nap import doze, nap, rest\n\n\ndef test_nap():\n    assert (nap(), doze(), rest()) == ('rested',) * 3\n"
 NAPS = "".join(f"def {name}():\n    time.sleep(0.01)\n    return 'rested'\n\n\n" for name in ("nap", "doze", "rest"))
 
 
@@ -170,17 +183,7 @@ def test_mutants_timed_out_by_a_busy_machine_are_run_again_not_counted_as_killed
     first time limit, as ones slowed down by other work would: the probes run
     again with the longer limit and finish, so the others run again too, and
     all three are reported as the survivors they are."""
-    (tmp_path / "toy").mkdir()
-    (tmp_path / "toy" / "__init__.py").write_text("")
-    (tmp_path / "toy" / "nap.py").write_text("import time\n\n\n" + NAPS)
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_nap.py").write_text(
-        "from toy.nap import doze, nap, rest\n\n\n"
-        "def test_nap():\n    assert (nap(), doze(), rest()) == ('rested',) * 3\n"
-    )
-    (tmp_path / "targets.toml").write_text(
-        '[targets."toy"]\nmodule = "toy/nap.py"\ntests = ["tests/test_nap.py"]\ntime_floor = 0.2\n'
-    )
+    _toy(tmp_path, "nap", "import time\n\n\n" + NAPS, NAP_TEST, "time_floor = 0.2\n")
     done = _harness(tmp_path, "--report", str(tmp_path / "report.md"))
     out = done.stdout + done.stderr
     assert "3 timed out: running 2 again alone" in out, out
@@ -193,17 +196,7 @@ def test_mutants_timed_out_by_a_busy_machine_are_run_again_not_counted_as_killed
 def test_the_slice_counts_a_timeout_as_a_kill_without_running_it_again(tmp_path):
     """The same slowed mutants in a slice: no second run (CI's minutes), each
     timeout counted as the kill it is taken for; the full run re-judges them."""
-    (tmp_path / "toy").mkdir()
-    (tmp_path / "toy" / "__init__.py").write_text("")
-    (tmp_path / "toy" / "nap.py").write_text("import time\n\n\n" + NAPS)
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_nap.py").write_text(
-        "from toy.nap import doze, nap, rest\n\n\n"
-        "def test_nap():\n    assert (nap(), doze(), rest()) == ('rested',) * 3\n"
-    )
-    (tmp_path / "targets.toml").write_text(
-        '[targets."toy"]\nmodule = "toy/nap.py"\ntests = ["tests/test_nap.py"]\ntime_floor = 0.2\ngate = true\n'
-    )
+    _toy(tmp_path, "nap", "import time\n\n\n" + NAPS, NAP_TEST, "time_floor = 0.2\ngate = true\n")
     done = _harness(tmp_path, "--slice", "100")
     out = done.stdout + done.stderr
     assert "again alone" not in out and "SURVIVED" not in out, out
@@ -232,16 +225,8 @@ def test_when_every_probe_hangs_again_the_other_timeouts_stand_as_kills(tmp_path
     """Loops whose mutants never end (``i -= 1``, ``n += 1``, ...): the first
     two timed-out mutants run again alone and hang again, so the others are
     not run a third time, and every one of them counts as killed."""
-    (tmp_path / "toy").mkdir()
-    (tmp_path / "toy" / "__init__.py").write_text("")
-    (tmp_path / "toy" / "loops.py").write_text(LOOPS)
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_loops.py").write_text(
-        "from toy.loops import down, up\n\n\ndef test_loops():\n    assert (up(), down()) == (3, 0)\n"
-    )
-    (tmp_path / "targets.toml").write_text(
-        '[targets."toy"]\nmodule = "toy/loops.py"\ntests = ["tests/test_loops.py"]\ntime_floor = 0.2\n'
-    )
+    _toy(tmp_path, "loops", LOOPS, "from toy.loops import down, up\n\n\ndef test_loops():\n    assert (up(), down()) == (3, 0)\n",
+         "time_floor = 0.2\n")
     done = _harness(tmp_path, "--report", str(tmp_path / "report.md"))
     out = done.stdout + done.stderr
     found = re.search(r"(\d+) timed out: running 2 again alone", out)
@@ -284,20 +269,14 @@ def test_mutants_reached_only_in_a_child_process_are_run_against_its_child_tests
     "no test calls it" (``whisper``'s, called here, are killed); with them, each
     runs against those tests with its name in the environment the child
     inherits, and each is killed there."""
-    (tmp_path / "toy").mkdir()
-    (tmp_path / "toy" / "__init__.py").write_text("")
-    (tmp_path / "toy" / "child.py").write_text(CHILD)
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_child.py").write_text(CHILD_TEST)
-    target = '[targets."toy"]\nmodule = "toy/child.py"\ntests = ["tests/test_child.py"]\n'
-    (tmp_path / "targets.toml").write_text(target)
+    _toy(tmp_path, "child", CHILD, CHILD_TEST)
     untraced = _harness(tmp_path, "--report", str(tmp_path / "report.md"))
     out = untraced.stdout + untraced.stderr
     found = re.search(r"(\d+) mutants: (\d+) killed, 0 equivalent, (\d+) survived, 0 other", out)
     assert found and "0" not in (found.group(2), found.group(3)), out
     assert out.count("(no test calls it)") == int(found.group(3)) == out.count("shout: "), out
 
-    (tmp_path / "targets.toml").write_text(target + 'child_tests = ["tests/test_child.py"]\n')
+    _toy(tmp_path, "child", CHILD, CHILD_TEST, 'child_tests = ["tests/test_child.py"]\n')
     done = _harness(tmp_path, "--report", str(tmp_path / "report.md"))
     out = done.stdout + done.stderr
     assert f"{found.group(3)} survivors: running them against the child_tests" in out, out
