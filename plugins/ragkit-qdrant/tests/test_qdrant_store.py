@@ -402,6 +402,12 @@ async def test_records_come_in_pages_of_the_batch_asked_for(opened):
     """``records(3)`` over 7 points: pages of 3, 3 and 1, one request each."""
     store = await opened()
     await store.upsert([f"p{i}" for i in range(7)], rows(7))
-    pages = await collect_all(store.records(3))
+    recorder = Recorder(store.client)
+    store._client = recorder  # a spy around the real client
+    try:
+        pages = await collect_all(store.records(3))
+    finally:
+        store._client = recorder.client
     assert [len(p) for p in pages] == [3, 3, 1]
     assert sorted(r.id for p in pages for r in p) == [f"p{i}" for i in range(7)]
+    assert [kw["limit"] for n, kw in recorder.calls if n == "scroll"] == [3, 3, 3], "one request per page"
