@@ -229,6 +229,15 @@ async def test_a_graph_that_cannot_be_saved_is_logged_and_built_again(tmp_path, 
         assert [h.id for h in await again.query(matrix[7], 1)] == ["v00007"]
 
 
+@pytest.fixture
+def graphs_made(monkeypatch) -> list[int]:
+    """One item per graph any store makes anew (not loaded) from now on."""
+    made: list[int] = []
+    original = USearchVectorStore._new_graph
+    monkeypatch.setattr(USearchVectorStore, "_new_graph", lambda self: made.append(1) or original(self))
+    return made
+
+
 def statements(s: USearchVectorStore) -> list[str]:
     """The SQL the store's connection runs from now on, in lower case (SQL's
     words and names are case-insensitive: the checks read them so too)."""
@@ -237,16 +246,14 @@ def statements(s: USearchVectorStore) -> list[str]:
     return seen
 
 
-async def test_a_search_after_this_instances_own_writes_reads_no_rows_back(tmp_path, monkeypatch):
+async def test_a_search_after_this_instances_own_writes_reads_no_rows_back(tmp_path, graphs_made):
     """The graph takes this instance's writes as they are made, the first one
     into an empty namespace and the first after a drop included: neither the
     write nor the search that follows reads changed rows or deletions back,
     and the search reads the namespace's state once. Another instance's write
     is read back and added to the graph (no new graph), also when this
     instance writes before it searches."""
-    made = []
-    original = USearchVectorStore._new_graph
-    monkeypatch.setattr(USearchVectorStore, "_new_graph", lambda self: made.append(1) or original(self))
+    made = graphs_made
     matrix = clustered(40)
     async with store(tmp_path) as s, store(tmp_path) as other:
         assert len(made) == 2  # each instance's empty graph
@@ -293,12 +300,10 @@ async def test_a_store_up_to_exact_rows_is_searched_exactly(tmp_path):
             assert [h.id for h in await s.query(q, 10)] == exact_top(matrix, names, q, 10)
 
 
-async def test_a_saved_graph_is_loaded_not_built_again_and_saved_again_at_each_close(tmp_path, caplog, monkeypatch):
+async def test_a_saved_graph_is_loaded_not_built_again_and_saved_again_at_each_close(tmp_path, caplog, graphs_made):
     """An open after a close loads the graph the close saved (no new graph is
     made), and a second close saves again over the first, with no warning."""
-    made = []
-    original = USearchVectorStore._new_graph
-    monkeypatch.setattr(USearchVectorStore, "_new_graph", lambda self: made.append(1) or original(self))
+    made = graphs_made
     matrix = clustered(60)
     async with store(tmp_path) as s:
         await s.upsert(ids(30), matrix[:30])
@@ -351,13 +356,11 @@ async def test_another_dimension_is_refused_naming_the_recorded_embedder_until_t
         assert [h.id for h in await other.query(np.ones(DIM // 2, dtype=np.float32), 1)] == ["half"]
 
 
-async def test_an_open_that_changes_nothing_writes_no_graph_file(tmp_path, monkeypatch):
+async def test_an_open_that_changes_nothing_writes_no_graph_file(tmp_path, graphs_made):
     """Opened, searched and closed without a write, the store leaves the saved
     graph as it was (a read-only use writes nothing); a graph made anew after
     a drop and saved is loaded at the next open."""
-    made = []
-    original = USearchVectorStore._new_graph
-    monkeypatch.setattr(USearchVectorStore, "_new_graph", lambda self: made.append(1) or original(self))
+    made = graphs_made
     matrix = clustered(30)
     async with store(tmp_path) as s:
         await s.upsert(ids(30), matrix)

@@ -20,6 +20,7 @@ from chromadb.api.models.Collection import Collection
 
 from ragkit.errors import ConfigError, DimensionMismatchError, InvalidValueError, StoreError
 from ragkit.protocols import StoreConfig
+from ragkit.testing.contracts.base.contract import collect
 from ragkit.testing.contracts.options import contract_options
 from ragkit_chroma.store import ChromaHttpVectorStore, ChromaVectorStore, collection_name
 from ragkit_chroma.testing import options_from_url
@@ -383,9 +384,9 @@ async def test_a_failing_call_is_a_store_error_naming_the_operation_and_collecti
     where = f"on collection {store.collection_name!r} ({store.location}) failed: RuntimeError: refused by the test"
     calls = {
         "count": store.count,
-        "ids": lambda: collect_all(store.ids()),
+        "ids": lambda: collect(store.ids()),
         "get": lambda: store.get(["seed"]),
-        "records": lambda: collect_all(store.records(10)),
+        "records": lambda: collect(store.records(10)),
         "query": lambda: store.query([1, 0, 0, 0], 1),
         "write": lambda: store.upsert(["b"], rows(1)),
     }
@@ -393,10 +394,6 @@ async def test_a_failing_call_is_a_store_error_naming_the_operation_and_collecti
         with pytest.raises(StoreError) as caught:
             await call()
         assert str(caught.value) == f"{what} {where}", what
-
-
-async def collect_all(iterator):
-    return [item async for item in iterator]
 
 
 # -- the chroma-server script ------------------------------------------------------------

@@ -21,6 +21,7 @@ from qdrant_client import AsyncQdrantClient, models
 
 from ragkit.errors import ConfigError, DimensionMismatchError, InvalidValueError, StoreError
 from ragkit.protocols import StoreConfig
+from ragkit.testing.contracts.base.contract import collect
 from ragkit.testing.contracts.options import contract_options
 from ragkit_qdrant import store as store_module
 from ragkit_qdrant._filter import ID_KEY, WORKSPACE_KEY  # the payload keys, to read points as stored
@@ -335,7 +336,7 @@ async def test_server_mode_passes_url_key_grpc_and_search_params(tmp_path, monke
     assert [h.id for h in hits] == ["b"]
     (query,) = [kw for n, kw in recorder.calls if n == "query_points"]
     assert query["search_params"] == models.SearchParams(hnsw_ef=128, exact=False)
-    assert sorted(r.id for page in await collect_all(store.records(10)) for r in page) == ["a", "b"]
+    assert sorted(r.id for page in await collect(store.records(10)) for r in page) == ["a", "b"]
     assert sorted([i async for i in store.ids()]) == ["a", "b"]
     scrolls = [kw for n, kw in recorder.calls if n == "scroll"]
     assert [kw["offset"] for kw in scrolls] == [None, None], "a scroll starts with no offset (a server refuses an empty id)"
@@ -351,13 +352,11 @@ async def test_server_mode_passes_url_key_grpc_and_search_params(tmp_path, monke
 
 class Refusing(Recorder):
     """A real client whose calls (their coroutines) fail as a server that
-    refuses them would, once ``refuse`` is set."""
-
-    refuse = False
+    refuses them would."""
 
     def __getattr__(self, name):
         target = super().__getattr__(name)
-        if not self.refuse or not callable(target):
+        if not callable(target):
             return target
 
         async def refused(*args, **kwargs):
@@ -372,16 +371,15 @@ async def test_a_failing_call_is_a_store_error_naming_the_operation_and_collecti
     store = await opened()
     await store.upsert(["a"], rows(1))
     client = store._client
-    store._client = refusing = Refusing(client)
-    refusing.refuse = True
+    store._client = Refusing(client)
     where = f"on collection 'ragkit_chunks' (Qdrant (local) at {store.path}) failed: RuntimeError: refused by the test"
     calls = {
         "upsert": lambda: store.upsert(["b"], rows(1)),
         "delete": lambda: store.delete(["a"]),
         "get": lambda: store.get(["a"]),
         "count": store.count,
-        "ids": lambda: collect_all(store.ids()),
-        "records": lambda: collect_all(store.records(10)),
+        "ids": lambda: collect(store.ids()),
+        "records": lambda: collect(store.records(10)),
         "query": lambda: store.query(rows(1)[0], 1),
         "drop": store.drop,
     }
@@ -394,10 +392,6 @@ async def test_a_failing_call_is_a_store_error_naming_the_operation_and_collecti
         store._client = client
 
 
-async def collect_all(iterator):
-    return [item async for item in iterator]
-
-
 async def test_records_come_in_pages_of_the_batch_asked_for(opened):
     """``records(3)`` over 7 points: pages of 3, 3 and 1, one request each."""
     store = await opened()
@@ -405,7 +399,7 @@ async def test_records_come_in_pages_of_the_batch_asked_for(opened):
     recorder = Recorder(store.client)
     store._client = recorder  # a spy around the real client
     try:
-        pages = await collect_all(store.records(3))
+        pages = await collect(store.records(3))
     finally:
         store._client = recorder.client
     assert [len(p) for p in pages] == [3, 3, 1]
