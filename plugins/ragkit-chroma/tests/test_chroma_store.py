@@ -148,14 +148,27 @@ async def test_writes_and_reads_are_batched_by_batch_size(make_store, mode, monk
     await store.upsert(ids, rows(250), [{"i": i} for i in range(250)])
     assert calls.sizes("upsert") == [100, 100, 50]
     assert calls.sizes("get") == [100, 100, 50]
+    # The look-up before an upsert asks for the old metadata only (no documents).
+    assert {str(kw.get("include")) for name, kw in calls.calls if name == "get"} == {"['metadatas']"}
     assert await store.count() == 250
     calls.calls.clear()
     got = await store.get(ids)
     assert [r.metadata["i"] for r in got] == list(range(250))
     assert calls.sizes("get") == [100, 100, 50]
+    # Three pages of ids: each request starts where the last ended (at most
+    # 251 taken, so a scan that asks for one page again fails rather than hangs).
+    scanned = []
+    async for id_ in store.ids():
+        scanned.append(id_)
+        if len(scanned) > 250:
+            break
+    assert sorted(scanned) == ids
     await store.delete(ids[:230])
     assert calls.sizes("delete") == [100, 100, 30]
+    calls.calls.clear()
     assert sorted([i async for i in store.ids()]) == ids[230:]
+    # The ids scan asks for pages of batch_size, and for nothing but the ids.
+    assert [(kw["limit"], kw.get("include")) for name, kw in calls.calls if name == "get"] == [(100, [])]
 
 
 async def test_upsert_beyond_max_batch_size(make_store, mode, monkeypatch):
@@ -201,6 +214,23 @@ async def test_chroma_never_embeds(make_store, mode, monkeypatch):
             assert kwargs["embeddings"] is not None and kwargs.get("documents") is None
         else:
             assert kwargs["query_embeddings"] is not None and kwargs.get("query_texts") is None
+            # Chroma's default would send each hit's document too (always empty here).
+            assert kwargs["include"] == ["metadatas", "distances"]
+
+
+async def test_a_min_score_cut_ends_the_search_at_the_first_request(make_store, mode, monkeypatch):
+    """40 records tie at a score below ``min_score``: the first request shows
+    none can pass it, so the store does not ask again for more ties (without
+    ``min_score`` it asks twice as many until the ties end: 12, 24, 48)."""
+    store = await make_store(mode)
+    same = np.tile(np.array([[1.0, 1.0, 0.0, 0.0]], dtype=np.float32), (40, 1))
+    await store.upsert([f"t{i:02d}" for i in range(40)], same)
+    calls = CallLog(monkeypatch, "query")
+    assert await store.query(np.array([1.0, 0.0, 0.0, 0.0]), 2, min_score=0.9) == []
+    assert [kw["n_results"] for _, kw in calls.calls] == [12]
+    calls.calls.clear()
+    assert len(await store.query(np.array([1.0, 0.0, 0.0, 0.0]), 2)) == 2
+    assert [kw["n_results"] for _, kw in calls.calls] == [12, 24, 48]
 
 
 # -- isolation and persistence ---------------------------------------------------------
@@ -266,6 +296,19 @@ async def test_a_dropped_collection_is_looked_up_again(make_store, mode):
     assert [i async for i in a.ids()] == ["y"]
     await a.upsert(["z"], [[0, 0, 1, 0]])
     assert await b.count() == 2
+
+
+@pytest.mark.parametrize("space", ["l2", "ip"])
+async def test_a_collection_in_another_space_is_refused_untouched(make_store, mode, space):
+    """A collection of the store's name that another tool made in the ``l2`` or
+    ``ip`` space (scores would not be cosine) is refused, naming the space and
+    the fix, and nothing is written to it."""
+    store = await make_store(mode)
+    foreign = store.client.create_collection(store.collection_name, configuration={"hnsw": {"space": space}},
+                                             embedding_function=None)
+    with pytest.raises(StoreError, match=rf"uses the '{space}' space; ragkit needs 'cosine'.*collection_prefix"):
+        await store.upsert(["a"], rows(1))
+    assert foreign.count() == 0
 
 
 # -- dimensions and metadata ---------------------------------------------------------
