@@ -102,7 +102,7 @@ def safe_dsn(dsn: str) -> str:
     """The DSN for messages: the password hidden."""
     parsed = urlparse(dsn)
     if parsed.password:
-        return dsn.replace(f":{parsed.password}@", ":****@", 1)
+        return dsn.replace(f":{parsed.password}@", ":****@")  # every time it is written
     return dsn
 
 

@@ -41,6 +41,7 @@ async def _keys(store: Any) -> list[str]:
 
 # (store, privilege, table, what the store is asked, the words its error must hold)
 CASES: list[tuple[str, str, str, Action, str]] = [
+    ("kv", "SELECT", "schema", OPEN, "failed to read the schema"),
     ("kv", "SELECT", "kv", lambda s: s.count(), "failed to count records"),
     ("kv", "SELECT", "kv", _keys, "failed to list records"),
     ("kv", "SELECT", "kv", lambda s: s.get_many(["a"]), "failed to read records"),

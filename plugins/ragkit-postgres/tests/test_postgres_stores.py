@@ -293,6 +293,30 @@ async def test_a_search_is_one_statement_under_its_own_stores_settings(make_conf
         assert await session_value() == "1000"
 
 
+async def test_the_pgvector_version_is_known_whether_the_schema_was_made_or_found(make_config, postgres_url):
+    """A database learns pgvector's version (which decides the iterative index
+    walk of 0.8) both when it creates the schema and when it finds it made.
+
+    Troubleshoot: the version query of ``Database._create_schema`` and of
+    ``Database._schema_ready``.
+    """
+    async def installed() -> tuple[int, ...]:  # the schema creates the extension
+        conn = await asyncpg.connect(postgres_url)
+        try:
+            text = await conn.fetchval("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        finally:
+            await conn.close()
+        return tuple(int(x) for x in text.split("."))
+
+    prefix = fresh_prefix()
+    try:
+        for round in ("creates the schema", "finds it"):
+            async with PostgresKVStore(make_config("version", table_prefix=prefix)) as store:
+                assert store.db.vector_version == await installed() >= (0, 8), round
+    finally:
+        await drop_prefix(postgres_url, prefix)
+
+
 async def test_a_search_the_index_walk_cuts_short_still_finds_every_matching_row(postgres_url):
     """The HNSW index of a dimension holds every workspace and namespace, so a
     small store (or a selective filter) in a crowded table is a handful of
@@ -506,8 +530,8 @@ async def test_a_vector_table_is_looked_up_once_per_database(make_config, postgr
 
 
 async def test_a_database_closed_by_its_last_store_forgets_its_tables(make_config, postgres_url):
-    """When its last store closes, a database is gone with what it knew:
-    tables dropped after that (another process, an admin) are made again by
+    """When its last store closes, a database is gone with what it knew and
+    its pool is closed; tables dropped after that (another process, an admin) are made again by
     the next store that opens, not assumed still there.
 
     Troubleshoot: ``Database.detach`` and ``Database._shared``.
@@ -519,6 +543,8 @@ async def test_a_database_closed_by_its_last_store_forgets_its_tables(make_confi
             async with PostgresVectorStore(config) as store:
                 await store.upsert(["a"], np.ones((1, 4)))
                 assert await store.count() == 1
+                pool = store.db.pool
+            assert pool.is_closing(), "the last store's close closes its pool (its connections)"
             await drop_prefix(postgres_url, prefix)
     finally:
         await drop_prefix(postgres_url, prefix)
@@ -656,11 +682,47 @@ def test_options_are_validated(postgres_url):
         PostgresKVStore(StoreConfig(namespace="n", options={"dsnn": postgres_url}))
 
 
-async def test_unreachable_server_is_a_store_error_without_the_password():
-    store = PostgresKVStore(StoreConfig(namespace="n", options={"dsn": "postgresql://u:s3cret@127.0.0.1:1/db"}))
-    with pytest.raises(StoreError, match=r"cannot reach PostgreSQL postgresql://u:\*\*\*\*@127\.0\.0\.1:1/db") as info:
+@pytest.mark.parametrize("dsn", ["postgresql://u:s3cret@127.0.0.1:1/db",
+                                 # the password written twice (an option repeating it): both hidden
+                                 "postgresql://u:s3cret@127.0.0.1:1/db?application_name=u:s3cret@x"])
+async def test_unreachable_server_is_a_store_error_without_the_password(dsn):
+    store = PostgresKVStore(StoreConfig(namespace="n", options={"dsn": dsn}))
+    with pytest.raises(StoreError, match=r"cannot reach PostgreSQL postgresql://u:\*\*\*\*@127\.0\.0\.1:1/db"
+                                         r"\S* to connect") as info:
         await store.open()
     assert "s3cret" not in str(info.value) and not store.is_open
+
+
+async def test_stores_opened_at_once_on_an_unreachable_server_each_get_the_store_error():
+    """Three stores of one DSN wait for the first one's connect; when it fails,
+    each tries again in turn and fails the same way (not on the first one's
+    clean-up).
+
+    Troubleshoot: the failure path of ``Database.attach``.
+    """
+    config = StoreConfig(namespace="n", options={"dsn": "postgresql://u:s3cret@127.0.0.1:1/db"})
+    stores = [PostgresKVStore(config) for _ in range(3)]
+    errors = await asyncio.gather(*(s.open() for s in stores), return_exceptions=True)
+    assert [type(e) for e in errors] == [StoreError] * 3, errors
+
+
+async def test_stores_of_other_table_prefixes_hold_databases_of_their_own(make_config, postgres_url):
+    """One DSN, two table prefixes: each store opens its own database (pool
+    and schema), and a write lands in its own prefix's tables only.
+
+    Troubleshoot: the key of ``Database.attach``.
+    """
+    first, second = fresh_prefix(), fresh_prefix()
+    ws = f"w{uuid.uuid4().hex[:8]}"
+    try:
+        async with PostgresKVStore(make_config("kv", ws, table_prefix=first)) as a, \
+                PostgresKVStore(make_config("kv", ws, table_prefix=second)) as b:
+            assert a.transaction_scope() is not b.transaction_scope()
+            await b.upsert({"k": {"x": 1}})
+            assert (await a.count(), await b.count()) == (0, 1)
+    finally:
+        await drop_prefix(postgres_url, first)
+        await drop_prefix(postgres_url, second)
 
 
 async def test_the_text_fill_indexes_every_page_of_a_large_namespace(stores, make_config):
@@ -732,9 +794,16 @@ async def test_nodes_and_edges_are_listed_whole_across_pages(stores, make_config
 
     Troubleshoot: ``PostgresGraphStore._edges``' cursor is the last row's (a, b).
     """
-    graph = await stores(PostgresGraphStore, make_config("pages", batch_size=2))
+    one = {"max_connections": 1, "min_connections": 1}
+    graph = await stores(PostgresGraphStore, make_config("pages", batch_size=2, **one))
     pairs = [("a", "b"), ("a", "c"), ("a", "d"), ("b", "c"), ("c", "d"), ("d", "e"), ("e", "f")]
     await graph.upsert_edges([(a, b, {"i": i}) for i, (a, b) in enumerate(pairs)])
+    sent: list = []
+    async with graph.db.pool.acquire() as conn:  # the pool's one connection: every statement after
+        conn.add_query_logger(lambda record: sent.append(record))
     assert [(e.source, e.target, e.properties) async for e in graph.edges()] == [
         (a, b, {"i": i}) for i, (a, b) in enumerate(pairs)]
     assert [n.id async for n in graph.nodes()] == ["a", "b", "c", "d", "e", "f"]
+    await asyncio.sleep(0.01)  # asyncpg calls the logger soon after, not at once
+    # Each page asks for batch_size rows (4 pages of 7 edges, 4 of 6 nodes: the last is empty or short).
+    assert [r.args[-1] for r in sent if "LIMIT" in r.query] == [2] * 8
