@@ -98,12 +98,17 @@ class PostgresOptions(BaseModel):
         return (self.dsn, self.min_connections, self.max_connections, self.command_timeout)
 
 
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
+
+
 def safe_dsn(dsn: str) -> str:
-    """The DSN for messages: the password hidden."""
+    """The DSN for messages: the password hidden, in the user part and in a
+    ``password`` query parameter (asyncpg and libpq take either), every time
+    it is written."""
     parsed = urlparse(dsn)
     if parsed.password:
-        return dsn.replace(f":{parsed.password}@", ":****@")  # every time it is written
-    return dsn
+        dsn = dsn.replace(f":{parsed.password}@", ":****@")
+    return _QUERY_PASSWORD.sub(r"\1****", dsn)
 
 
 @dataclass

@@ -36,6 +36,7 @@ from ragkit_postgres import (
     PostgresKVStore,
     PostgresVectorStore,
 )
+from ragkit_postgres._db import safe_dsn
 from ragkit_postgres.vector import vector_text
 from ragkit_postgres.testing import drop_prefix, fresh_prefix
 
@@ -691,6 +692,18 @@ async def test_unreachable_server_is_a_store_error_without_the_password(dsn):
                                          r"\S* to connect") as info:
         await store.open()
     assert "s3cret" not in str(info.value) and not store.is_open
+
+
+@pytest.mark.parametrize(("dsn", "shown"), [
+    ("postgresql://u:s3cret@h/db", "postgresql://u:****@h/db"),
+    ("postgresql://u@h/db?password=s3cret", "postgresql://u@h/db?password=****"),
+    ("postgresql://u@h/db?sslmode=disable&PASSWORD=s3cret&x=1", "postgresql://u@h/db?sslmode=disable&PASSWORD=****&x=1"),
+    ("postgresql://u@h/db", "postgresql://u@h/db"),
+])
+def test_messages_show_the_dsn_without_its_password(dsn, shown):
+    """Wherever the DSN writes the password (asyncpg takes it in the user part
+    or as a query parameter), messages show ``****`` in its place."""
+    assert safe_dsn(dsn) == shown
 
 
 async def test_stores_opened_at_once_on_an_unreachable_server_each_get_the_store_error():
