@@ -79,7 +79,8 @@ test: $(STAMP) chromium
 # Mutation testing of the first-party adapters against the contract suite
 # (scripts/mutation.py; targets in tests/mutation/targets.toml): every mutant of
 # every target, then docs/mutation.md is rewritten. Long: about a minute per
-# 40 mutants on 2 cores. MUTATION_ARGS="--only kv:sqlite" runs one target.
+# 40 mutants on 2 cores. MUTATION_ARGS="--only kv:sqlite" runs one target;
+# "--only vector:chroma --resume" goes on with a stopped run of one.
 # The server plugins' targets run against the servers scripts/test-services starts.
 mutation: $(STAMP)
 	$(PY) scripts/test-services $(PY) scripts/mutation.py $(MUTATION_ARGS)

@@ -10,6 +10,7 @@ seen (it is *equivalent*) and ``tests/mutation/equivalent.txt`` says why.
 
     scripts/mutation.py                    # every target, every mutant; writes docs/mutation.md
     scripts/mutation.py --only kv:sqlite   # one target (the others' rows are kept)
+    scripts/mutation.py --only vector:chroma --resume   # go on where a stopped run ended
     scripts/mutation.py --slice 12         # CI: 12 mutants per gated target, rotating daily
     scripts/mutation.py --rewrite-report   # the report again; recorded survivors now listed
                                            # as equivalent count as such (no run)
@@ -24,7 +25,12 @@ the ones that found this suite's gaps.
 Targets are in ``tests/mutation/targets.toml``. Each runs in its own staging
 directory (``.mutation/<target>/``: links to the sources and tests, and the
 project's pyproject.toml with a ``[tool.mutmut]`` table), from a fresh copy,
-so no result is ever read from an earlier run.
+so no result is ever read from an earlier run, with one exception:
+``--resume`` goes on with a stopped run (one target's mutants can take longer
+than a sitting) only when nothing its verdicts depend on has changed since it
+was staged (``inputs``: every file of the module's package, the core, the tests
+and their directories, the installed packages, the mutmut table); otherwise it
+starts afresh and says which input changed.
 
 The slice runs only *gated* targets (those whose full run left no survivor
 unexplained) and fails on any survivor not in the equivalent list: a change
@@ -39,6 +45,7 @@ import argparse
 import contextlib
 import datetime
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -60,6 +67,8 @@ SURVIVED = {0: "survived", 5: "no tests", 33: "no tests"}
 """Exit codes of mutants nothing caught. "No tests" is a survivor too: no
 selected test calls the mutated function at all."""
 TARGET_SCORE = 0.95
+SCORES = Path("tests/mutation/scores.json")
+"""Each target's last full run, from which the report is written."""
 REPORT_SURVIVORS = 25
 TIMEOUT_MULTIPLIER = 4.0
 """A mutant's time limit (wall clock, mutmut's timer) is this x (its tests'
@@ -188,10 +197,25 @@ def function_of(target: Target, mutant: str) -> str:
     return local.removeprefix("x_")
 
 
-def stage(target: Target, root: Path) -> Path:
+def stage(target: Target, root: Path, *, resume: bool = False) -> Path:
     """A fresh staging directory for ``target``: links to the sources and
-    tests, and pyproject.toml with the target's mutmut table."""
+    tests, and pyproject.toml with the target's mutmut table. With ``resume``,
+    the one an earlier run left is kept, its results with it, if its inputs
+    are unchanged: only the table is written again (a timeout's retry
+    raised its multiplier)."""
     where = root / ".mutation" / target.slug
+    table = _table(target, root)
+    current = inputs(target, root, table)
+    recorded = where / "inputs.json"
+    if resume and recorded.exists():
+        old = json.loads(recorded.read_text())
+        changed = sorted(k for k in current.keys() | old.keys() if current.get(k) != old.get(k))
+        if not changed:
+            (where / "pyproject.toml").write_text(table)
+            print("   resuming the run staged before (its inputs are unchanged)", flush=True)
+            return where
+        print(f"   starting afresh: {len(changed)} input(s) changed since the stopped run: "
+              f"{', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''}", flush=True)
     shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
     package = target.module.split("/", 1)[0]
@@ -199,6 +223,14 @@ def stage(target: Target, root: Path) -> Path:
     for name in dict.fromkeys(["tests", *target.also]):
         (where / name).parent.mkdir(parents=True, exist_ok=True)  # a plugin's tests: plugins/<p>/tests
         (where / name).symlink_to(root / name)
+    (where / "pyproject.toml").write_text(table)
+    recorded.write_text(json.dumps(current, indent=0, sort_keys=True))
+    return where
+
+
+def _table(target: Target, root: Path) -> str:
+    """The project's pyproject.toml with the target's ``[tool.mutmut]`` table."""
+    package = target.module.split("/", 1)[0]
     table = {
         "source_paths": [package],
         "only_mutate": [target.module],
@@ -212,9 +244,32 @@ def stage(target: Target, root: Path) -> Path:
         "process_isolation": target.isolation,
     }
     text = (root / "pyproject.toml").read_text() if (root / "pyproject.toml").exists() else ""
-    text += "\n[tool.mutmut]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in table.items())
-    (where / "pyproject.toml").write_text(text)
-    return where
+    return text + "\n[tool.mutmut]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in table.items())
+
+
+def inputs(target: Target, root: Path, table: str) -> dict[str, str]:
+    """What a mutant's verdict depends on, each with a digest: every file of
+    the module's package and of the core (``ragkit/``, the contract suite),
+    each test path's directory (its helpers) with the conftest.py files
+    above it, the ``also`` paths, the installed packages and the mutmut table."""
+    paths = [root / (target.source or target.module.split("/", 1)[0]), root / "ragkit"]
+    for test in [*target.tests, *target.child_tests, *target.also]:
+        path = root / test.split("::", 1)[0]
+        folder = path if path.is_dir() else path.parent
+        paths += [folder, *(p / "conftest.py" for p in folder.parents if p.is_relative_to(root))]
+    files = {f for p in paths if p.exists() for f in ([p] if p.is_file() else p.rglob("*"))
+             if f.is_file() and not _scratch(f.relative_to(root))}
+    digest = {str(f.relative_to(root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(files)}
+    packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
+    digest["(installed packages)"] = hashlib.sha256("\n".join(packages).encode()).hexdigest()
+    digest["(mutmut table)"] = hashlib.sha256(table.encode()).hexdigest()
+    return digest
+
+
+def _scratch(path: Path) -> bool:
+    """Files runs write (bytecode, hypothesis's examples, mutmut's staging,
+    the scores), not inputs."""
+    return path == SCORES or any(part == "__pycache__" or part.startswith(".") for part in path.parts)
 
 
 def _mutmut(where: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -289,8 +344,8 @@ def _described(diff: str) -> str:
 
 
 def run_target(target: Target, root: Path, equivalents: list[Equivalent], *, count: int | None,
-               day: int, jobs: int) -> Outcome:
-    where = stage(target, root)
+               day: int, jobs: int, resume: bool = False) -> Outcome:
+    where = stage(target, root, resume=resume)
     names = mutant_names(target, where)
     chosen = names if count is None else rotating(names, count, day)
     done = _mutmut(where, "run", "--max-children", str(jobs), *([] if count is None else chosen))
@@ -464,6 +519,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="the slice's rotation: a day number (default: today's, UTC; date.toordinal())")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
     p.add_argument("--report", type=Path, default=None, help="full runs: default ROOT/docs/mutation.md")
+    p.add_argument("--resume", action="store_true",
+                   help="full runs: go on with the run a target's staging directory holds, where nothing "
+                        "its verdicts depend on has changed since (otherwise start afresh)")
     p.add_argument("--rewrite-report", action="store_true",
                    help="only rewrite the report from tests/mutation/scores.json (after editing targets, "
                         "or listing survivors as equivalent)")
@@ -487,7 +545,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {target.name}: {target.module}", flush=True)
         started = time.monotonic()
         try:
-            outcome = run_target(target, root, equivalents, count=args.slice, day=day, jobs=args.jobs)
+            outcome = run_target(target, root, equivalents, count=args.slice, day=day, jobs=args.jobs,
+                                 resume=args.resume and args.slice is None)
         except TargetError as exc:  # the others still run; the run fails
             print(f"   ERROR {exc}", flush=True)
             failed = True
@@ -524,7 +583,7 @@ def _stale(chosen: list[Target], equivalents: list[Equivalent]) -> bool:
 
 def _record(root: Path, report: Path, outcomes: dict[str, Outcome], targets: dict[str, Target],
             rejudge: list[Equivalent] | None = None) -> None:
-    scores = root / "tests/mutation/scores.json"
+    scores = root / SCORES
     kept = json.loads(scores.read_text()) if scores.exists() else {}
     for row in kept.values() if rejudge else ():
         _rejudge(row, rejudge)

@@ -125,6 +125,34 @@ def test_a_survivor_listed_as_equivalent_after_its_run_is_counted_so_without_a_r
     assert "- toy: `describe: return 'XXpositiveXX'`" in report and "n >= 0" not in report, report
 
 
+def test_a_stopped_run_resumes_only_while_its_inputs_are_unchanged(toy):
+    """``--resume`` goes on with the run the staging directory holds: a
+    verdict it has stands (not run again), a mutant it lacks one for (the run
+    was stopped) runs. Once an input changed, the run starts afresh, naming it."""
+    report = str(toy / "report.md")
+    assert _harness(toy, "--report", report).returncode == 0
+    meta_path = toy / ".mutation" / "toy" / "mutants" / "toy" / "sign.py.meta"
+    meta = json.loads(meta_path.read_text())
+    kept, stopped = sorted(meta["exit_code_by_key"])[:2]
+    assert meta["exit_code_by_key"][kept] == 1
+    # 3 (pytest's internal error) is a kill these tests never give: it marks
+    # a verdict that was read back, not run again.
+    meta["exit_code_by_key"].update({kept: 3, stopped: None})
+    meta_path.write_text(json.dumps(meta))
+
+    resumed = _harness(toy, "--resume", "--report", report)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "resuming the run staged before (its inputs are unchanged)" in resumed.stdout
+    codes = json.loads(meta_path.read_text())["exit_code_by_key"]
+    assert (codes[kept], codes[stopped]) == (3, 1)
+
+    (toy / "tests" / "test_sign.py").write_text(textwrap.dedent(TESTS) + "# changed\n")
+    afresh = _harness(toy, "--resume", "--report", report)
+    assert afresh.returncode == 0, afresh.stdout + afresh.stderr
+    assert "starting afresh: 1 input(s) changed since the stopped run: tests/test_sign.py" in afresh.stdout
+    assert json.loads(meta_path.read_text())["exit_code_by_key"][kept] == 1
+
+
 def _harness_module():
     spec = importlib.util.spec_from_file_location("mutation_harness", HARNESS)
     module = importlib.util.module_from_spec(spec)
