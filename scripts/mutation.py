@@ -205,17 +205,13 @@ def stage(target: Target, root: Path, *, resume: bool = False) -> Path:
     raised its multiplier)."""
     where = root / ".mutation" / target.slug
     table = _table(target, root)
-    current = inputs(target, root, table)
-    recorded = where / "inputs.json"
-    if resume and recorded.exists():
-        old = json.loads(recorded.read_text())
-        changed = sorted(k for k in current.keys() | old.keys() if current.get(k) != old.get(k))
+    if resume and (where / "inputs.json").exists():
+        changed = changed_inputs(target, root, where)
         if not changed:
             (where / "pyproject.toml").write_text(table)
             print("   resuming the run staged before (its inputs are unchanged)", flush=True)
             return where
-        print(f"   starting afresh: {len(changed)} input(s) changed since the stopped run: "
-              f"{', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''}", flush=True)
+        print(f"   starting afresh: {changed} changed since the stopped run", flush=True)
     shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
     package = target.module.split("/", 1)[0]
@@ -224,8 +220,18 @@ def stage(target: Target, root: Path, *, resume: bool = False) -> Path:
         (where / name).parent.mkdir(parents=True, exist_ok=True)  # a plugin's tests: plugins/<p>/tests
         (where / name).symlink_to(root / name)
     (where / "pyproject.toml").write_text(table)
-    recorded.write_text(json.dumps(current, indent=0, sort_keys=True))
+    (where / "inputs.json").write_text(json.dumps(inputs(target, root, table), indent=0, sort_keys=True))
     return where
+
+
+def changed_inputs(target: Target, root: Path, where: Path) -> str:
+    """The inputs that differ from those ``where`` was staged with, named
+    (the first five), or an empty string."""
+    old, current = json.loads((where / "inputs.json").read_text()), inputs(target, root, _table(target, root))
+    changed = sorted(k for k in current.keys() | old.keys() if current.get(k) != old.get(k))
+    if not changed:
+        return ""
+    return f"{len(changed)} input(s), {', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''},"
 
 
 def _table(target: Target, root: Path) -> str:
@@ -359,6 +365,13 @@ def run_target(target: Target, root: Path, equivalents: list[Equivalent], *, cou
         # again (minutes on CI's busy machine) could only turn it into a
         # survivor, which the full run, the one that scores, finds.
         codes = _retry_timeouts(target, where, codes, [n for n in chosen if codes.get(n) in TIMEOUTS]) or codes
+    # The staging directory links to the working tree, and mutmut makes the
+    # mutants again when a source is newer: an edit during the run (a retry's
+    # or a child's) would mix two versions' mutants, numbered alike.
+    changed = changed_inputs(target, root, where)
+    if changed:
+        raise TargetError(f"{target.name}: {changed} changed during the run; its verdicts may belong to "
+                          "either version: run it again with the working tree left alone")
     outcome = Outcome(target)
     lines = mutated_lines(target, where, [n for n in chosen if codes.get(n) in SURVIVED])
     if target.child_tests:

@@ -149,8 +149,27 @@ def test_a_stopped_run_resumes_only_while_its_inputs_are_unchanged(toy):
     (toy / "tests" / "test_sign.py").write_text(textwrap.dedent(TESTS) + "# changed\n")
     afresh = _harness(toy, "--resume", "--report", report)
     assert afresh.returncode == 0, afresh.stdout + afresh.stderr
-    assert "starting afresh: 1 input(s) changed since the stopped run: tests/test_sign.py" in afresh.stdout
+    assert "starting afresh: 1 input(s), tests/test_sign.py, changed since the stopped run" in afresh.stdout
     assert json.loads(meta_path.read_text())["exit_code_by_key"][kept] == 1
+
+
+def test_an_input_edited_during_the_run_fails_the_target_naming_it(toy, monkeypatch):
+    """mutmut makes a module's mutants again when its source is newer than
+    them, and the staging directory links to the working tree: verdicts from
+    before an edit would be described by mutants made after it. Here a test
+    writes a file of the package each time it runs."""
+    touched = toy / "toy" / "touched.py"
+    monkeypatch.setenv("TOY_TOUCH", str(touched))
+    (toy / "tests" / "test_touch.py").write_text(
+        "import os, pathlib, time\n\n\ndef test_touch():\n"
+        "    pathlib.Path(os.environ['TOY_TOUCH']).write_text(repr(time.time()))\n")
+    (toy / "targets.toml").write_text(TARGETS.replace('tests = ["tests/test_sign.py"]',
+                                                      'tests = ["tests/test_sign.py", "tests/test_touch.py"]'))
+    done = _harness(toy, "--report", str(toy / "report.md"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert ("ERROR toy: 1 input(s), toy/touched.py, changed during the run; its verdicts may belong to either "
+            "version: run it again with the working tree left alone") in done.stdout, done.stdout
+    assert touched.exists() and not (toy / "report.md").exists()
 
 
 def _harness_module():
