@@ -69,6 +69,10 @@ class PostgresOptions(BaseModel):
     min_connections: int = Field(default=1, ge=0)
     max_connections: int = Field(default=10, ge=1)
     command_timeout: float | None = Field(default=60.0, gt=0)
+    """Seconds a statement may run (or wait for a lock) before it is cancelled; None: no limit."""
+    connect_timeout: float = Field(default=60.0, gt=0)
+    """Seconds to wait for the server to answer a new connection (asyncpg's
+    ``timeout``; it does not read ``connect_timeout`` from the dsn)."""
     batch_size: int = Field(default=1000, ge=1, le=100_000)
     """Rows per page of scans."""
     hnsw_m: int = Field(default=16, ge=2, le=100)
@@ -95,7 +99,7 @@ class PostgresOptions(BaseModel):
         return value
 
     def pool_key(self) -> tuple[Any, ...]:
-        return (self.dsn, self.min_connections, self.max_connections, self.command_timeout)
+        return (self.dsn, self.min_connections, self.max_connections, self.command_timeout, self.connect_timeout)
 
 
 _QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
@@ -181,7 +185,7 @@ class Database:
             self.pool = await asyncpg.create_pool(
                 self.options.dsn, min_size=min(self.options.min_connections, self.options.max_connections),
                 max_size=self.options.max_connections, command_timeout=self.options.command_timeout,
-                reset=_keep_session, connection_class=_connection_class(),
+                timeout=self.options.connect_timeout, reset=_keep_session, connection_class=_connection_class(),
             )
         try:
             await self._create_schema()
@@ -261,7 +265,7 @@ class Database:
     # -- errors ----------------------------------------------------------------------
 
     def errors(self, what: str):
-        return errors(self.where, what)
+        return errors(self.where, what, self.options.command_timeout)
 
     # -- schema ------------------------------------------------------------------------
 
@@ -440,12 +444,21 @@ def _connection_class() -> type:
 
 
 @asynccontextmanager
-async def errors(where: str, what: str) -> AsyncIterator[None]:
+async def errors(where: str, what: str, command_timeout: float | None = None) -> AsyncIterator[None]:
     """asyncpg's errors as ``StoreError`` naming the server (password hidden) and the fix."""
     import asyncpg
 
     try:
         yield
+    except TimeoutError as exc:  # an OSError: caught first, it is not always the network's
+        if command_timeout is None or what == "connect":
+            raise StoreError(f"cannot reach {where} to {what}: no answer in time; "
+                             "is the server running and the dsn right?") from exc
+        raise StoreError(
+            f"{where} failed to {what} within command_timeout ({command_timeout:g} s), and the statement "
+            "was cancelled: another session may hold a lock it waits for (pg_stat_activity shows it), "
+            "or raise command_timeout in the store's options"
+        ) from exc
     except asyncpg.InvalidPasswordError as exc:
         raise StoreError(f"{where} refused the credentials to {what}: {exc}") from exc
     except (OSError, asyncpg.CannotConnectNowError, asyncpg.ConnectionDoesNotExistError,

@@ -12,6 +12,7 @@ argument at each call.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,6 +22,7 @@ import asyncpg
 import numpy as np
 import pytest
 
+from ragkit.errors import StoreError
 from ragkit.protocols import StoreConfig
 from ragkit.schema import DocStatus
 from ragkit.testing.denied import OPEN, PASSWORD, Action, as_user, check_refusal, listed, pending, refusal
@@ -177,3 +179,21 @@ async def test_a_schema_the_role_may_not_create_is_named(make_config, postgres_u
         message = await refusal(PostgresKVStore(_as(config, postgres_url, role)), OPEN)
     check_refusal(message, "failed to create the schema", role)
     assert "permission denied for schema public" in message, message
+
+
+async def test_stores_opened_at_once_where_the_schema_is_refused_each_get_the_error(make_config, postgres_url):
+    """Three stores of a fresh prefix wait for the first one's open; its
+    schema is refused and its pool closed, and each of the others tries
+    again and is refused the same way (none is handed the closed pool).
+
+    Troubleshoot: ``Database._connect``'s clean-up (``pool`` back to None).
+    """
+    prefix = fresh_prefix()
+    config: StoreConfig = make_config("errs", table_prefix=prefix)
+    async with _role(postgres_url, prefix) as (role, admin):
+        await admin.execute(f"REVOKE CREATE ON SCHEMA public FROM {role}, PUBLIC")
+        stores = [PostgresKVStore(_as(config, postgres_url, role)) for _ in range(3)]
+        errors = await asyncio.gather(*(s.open() for s in stores), return_exceptions=True)
+    assert [type(e) for e in errors] == [StoreError] * 3, errors
+    assert all("failed to create the schema" in str(e) for e in errors), errors
+    assert not any(s.is_open for s in stores)

@@ -719,6 +719,80 @@ async def test_stores_opened_at_once_on_an_unreachable_server_each_get_the_store
     assert [type(e) for e in errors] == [StoreError] * 3, errors
 
 
+async def test_a_server_that_never_answers_is_a_store_error_naming_the_connect():
+    """A listener that takes the connection and says nothing (a hung server,
+    a port forwarded to nowhere): the connect gives up after
+    ``connect_timeout`` and says it could not reach the server, not that a
+    statement ran too long.
+
+    Troubleshoot: the pool's ``timeout`` in ``Database._connect``;
+    ``errors``' TimeoutError branch, ``what == "connect"``.
+    """
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # until the client gives up
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    store = PostgresKVStore(StoreConfig(namespace="n", options={
+        "dsn": f"postgresql://u:s3cret@127.0.0.1:{port}/db", "connect_timeout": 1, "command_timeout": 5}))
+    try:
+        with pytest.raises(StoreError) as info:
+            await asyncio.wait_for(store.open(), 20)
+    finally:
+        server.close()
+    assert str(info.value) == (f"cannot reach PostgreSQL postgresql://u:****@127.0.0.1:{port}/db "
+                               "to connect: no answer in time; is the server running and the dsn right?")
+
+
+async def test_a_statement_past_command_timeout_is_cancelled_with_an_error_naming_it(make_config, postgres_url):
+    """A write waiting on a lock another session holds fails after
+    ``command_timeout`` with a StoreError saying which limit ran out and how
+    to find the holder, rather than waiting for the lock; the store works
+    again once the lock is gone.
+
+    Troubleshoot: the pool's ``command_timeout`` in ``Database._connect``;
+    ``errors``' TimeoutError branch.
+    """
+    prefix = fresh_prefix()
+    admin = await asyncpg.connect(postgres_url)
+    try:
+        async with PostgresKVStore(make_config("kv", table_prefix=prefix, command_timeout=0.5)) as store:
+            async with admin.transaction():
+                await admin.execute(f"LOCK TABLE {prefix}_kv IN ACCESS EXCLUSIVE MODE")
+                with pytest.raises(StoreError) as info:
+                    await asyncio.wait_for(store.upsert({"k": {"x": 1}}), 15)
+            await store.upsert({"k": {"x": 2}})
+            assert await store.get_many(["k"]) == [{"x": 2}]
+    finally:
+        await admin.close()
+        await drop_prefix(postgres_url, prefix)
+    assert "failed to write records within command_timeout (0.5 s), and the statement was cancelled" in str(
+        info.value), info.value
+    assert "pg_stat_activity" in str(info.value) and "raise command_timeout" in str(info.value)
+
+
+async def test_a_store_opens_at_most_max_connections_to_the_server(make_config, postgres_url):
+    """Six reads at once through a store allowed two connections run on two
+    server sessions, the others waiting for one to be free.
+
+    Troubleshoot: the pool's ``max_size`` in ``Database._connect``.
+    """
+    prefix = fresh_prefix()
+    try:
+        async with PostgresKVStore(make_config("kv", table_prefix=prefix, max_connections=2)) as store:
+            async def backend() -> int:
+                async with store.read("probe") as conn:
+                    pid = await conn.fetchval("SELECT pg_backend_pid()")
+                    await asyncio.sleep(0.2)
+                    return pid
+
+            pids = await asyncio.gather(*(backend() for _ in range(6)))
+    finally:
+        await drop_prefix(postgres_url, prefix)
+    assert len(set(pids)) == 2, pids
+
+
 async def test_stores_of_other_table_prefixes_hold_databases_of_their_own(make_config, postgres_url):
     """One DSN, two table prefixes: each store opens its own database (pool
     and schema), and a write lands in its own prefix's tables only.
