@@ -181,7 +181,7 @@ class Database:
     async def _connect(self) -> None:
         import asyncpg
 
-        async with self.errors("connect"):
+        async with errors(self.where, "connect"):  # no command_timeout: a TimeoutError here is the connect's
             self.pool = await asyncpg.create_pool(
                 self.options.dsn, min_size=min(self.options.min_connections, self.options.max_connections),
                 max_size=self.options.max_connections, command_timeout=self.options.command_timeout,
@@ -451,7 +451,7 @@ async def errors(where: str, what: str, command_timeout: float | None = None) ->
     try:
         yield
     except TimeoutError as exc:  # an OSError: caught first, it is not always the network's
-        if command_timeout is None or what == "connect":
+        if command_timeout is None:
             raise StoreError(f"cannot reach {where} to {what}: no answer in time; "
                              "is the server running and the dsn right?") from exc
         raise StoreError(

@@ -726,7 +726,7 @@ async def test_a_server_that_never_answers_is_a_store_error_naming_the_connect()
     statement ran too long.
 
     Troubleshoot: the pool's ``timeout`` in ``Database._connect``;
-    ``errors``' TimeoutError branch, ``what == "connect"``.
+    ``errors``' TimeoutError branch without a command_timeout.
     """
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read()  # until the client gives up
