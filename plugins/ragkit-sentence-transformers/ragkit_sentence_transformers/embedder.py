@@ -106,12 +106,6 @@ class SentenceTransformerEmbedder(ModelAdapter):
             loaded = _loading.load("SentenceTransformer-onnx", self.source, "cpu", lambda path, _: _load_onnx(path, cache))
         else:
             loaded = _loading.load("SentenceTransformer", self.source, self.options.device, _load_model)
-        if self._dimension is not None and loaded.defaults["dimension"] != self._dimension:
-            raise ModelError(
-                f"sentence-transformers model {self.source.name!r} makes vectors of dimension "
-                f"{loaded.defaults['dimension']}, but its files declare {self._dimension}: fix the model's "
-                "modules.json and module configs (Pooling word_embedding_dimension, Dense out_features)"
-            )
         return loaded
 
     def loaded_model(self) -> Any:
@@ -171,6 +165,15 @@ class SentenceTransformerEmbedder(ModelAdapter):
                     f"sentence-transformers model {self.source.name!r} failed to embed {len(texts)} texts: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
+        # Both backends take the declared dimension from the Pooling config, so a
+        # config that disagrees with the weights would pass unnoticed until a store
+        # rejected (or mis-indexed) the vectors.
+        if out.ndim != 2 or out.shape[1] != self.dimension:
+            raise ModelError(
+                f"sentence-transformers model {self.source.name!r} made vectors of shape {out.shape}, "
+                f"but its files declare dimension {self.dimension}: fix the model's module configs "
+                "(Pooling word_embedding_dimension, Dense out_features) to match its weights"
+            )
         return np.ascontiguousarray(out, dtype=np.float32)
 
 

@@ -120,10 +120,12 @@ class OnnxEncoder:
         """Vectors in the order of ``texts``; batches of similar length pad less."""
         self.tokenizer.enable_truncation(max_length=max_seq_length)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        out = np.empty((len(texts), self.layout.dimension), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            picked = order[start : start + batch_size]
-            out[picked] = self._batch([texts[i].strip() for i in picked], normalize)
+        batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+        vectors = [self._batch([texts[i].strip() for i in picked], normalize) for picked in batches]
+        # Sized by what the model made, not by the config: the caller compares the two.
+        out = np.empty((len(texts), vectors[0].shape[1]), dtype=np.float32)
+        for picked, batch in zip(batches, vectors, strict=True):
+            out[picked] = batch
         return out
 
     def _batch(self, texts: list[str], normalize: bool) -> np.ndarray:

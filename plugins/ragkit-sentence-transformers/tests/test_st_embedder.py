@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ragkit.backends import build_model
-from ragkit.errors import ConfigError
+from ragkit.errors import ConfigError, ModelError
 from ragkit.plugins import get_registry
 from ragkit.protocols import Embedder
 from ragkit.settings import load_settings
@@ -185,9 +185,33 @@ async def test_an_unknown_device_is_a_config_error():
         await embedder.embed(["x"])
 
 
-async def test_a_failing_call_is_a_model_error():
-    from ragkit.errors import ModelError
+def test_the_core_may_send_eight_forward_passes_per_call():
+    """sentence-transformers sorts a call's texts by length, so a call of several
+    batches pads less than several calls of one: ``max_batch_size`` is 8 batches."""
+    assert SentenceTransformerEmbedder({"batch_size": 4}).max_batch_size == 32
+    assert SentenceTransformerEmbedder().max_batch_size == 256
 
+
+async def test_embedding_prints_no_progress_bar(capfd, passages):
+    """A server's logs and a CLI's own progress bar stay clean: nothing on stdout or stderr."""
+    embedder = SentenceTransformerEmbedder({"batch_size": 4})
+    await embedder.embed(["warm up"])  # the model's load may log; the calls below may not
+    capfd.readouterr()
+    await embedder.embed(passages[:40])
+    assert capfd.readouterr() == ("", "")
+
+
+async def test_a_config_that_disagrees_with_the_weights_is_a_model_error(misdeclared_folder):
+    """The Pooling config says 512 while the weights make 384: the vectors are refused,
+    naming both sizes and the file to fix (they were returned as 384 while
+    ``dimension`` said 512)."""
+    embedder = SentenceTransformerEmbedder({"model": str(misdeclared_folder)})
+    assert embedder.dimension == 512
+    with pytest.raises(ModelError, match=r"shape \(2, 384\).*declare dimension 512.*Pooling word_embedding_dimension"):
+        await embedder.embed(["one", "two"])
+
+
+async def test_a_failing_call_is_a_model_error():
     with pytest.raises(ModelError, match="all-MiniLM-L6-v2"):
         await SentenceTransformerEmbedder().embed([None])  # type: ignore[list-item]
 

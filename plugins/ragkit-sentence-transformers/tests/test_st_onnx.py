@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragkit.errors import ConfigError
+from ragkit.errors import ConfigError, ModelError
 from ragkit.testing import EmbedderContract
 from ragkit_sentence_transformers import SentenceTransformerEmbedder, onnx_backend
 
@@ -119,6 +119,14 @@ async def test_a_layout_it_cannot_run_says_to_use_torch(tmp_path, minilm_folder)
     assert not (tmp_path / "cache").exists()
 
 
+async def test_a_config_that_disagrees_with_the_weights_is_a_model_error(tmp_path, misdeclared_folder):
+    """As with torch: the Pooling config's 512 against the weights' 384 is refused by name
+    (it was a numpy broadcasting error)."""
+    embedder = onnx_embedder(tmp_path / "cache", model=str(misdeclared_folder))
+    with pytest.raises(ModelError, match=r"shape \(1, 384\).*declare dimension 512"):
+        await embedder.embed(["x"])
+
+
 def test_onnx_runs_on_the_cpu_only():
     with pytest.raises(ConfigError, match=r"CPU only.*'cuda'"):
         SentenceTransformerEmbedder({"backend": "onnx", "device": "cuda"})
@@ -131,7 +139,7 @@ def test_without_onnxruntime_the_error_names_the_install(tmp_path):
     code = textwrap.dedent(f"""
         import asyncio, sys
         sys.modules["onnxruntime"] = None  # as if not installed
-        from ragkit.errors import ConfigError
+        from ragkit.errors import ConfigError, ModelError
         from ragkit_sentence_transformers import SentenceTransformerEmbedder
         e = SentenceTransformerEmbedder({{"backend": "onnx", "onnx_cache_dir": {str(tmp_path)!r}}})
         try:
