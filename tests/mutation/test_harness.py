@@ -344,3 +344,25 @@ def test_a_removed_argument_is_described_by_what_was_removed():
     assert described(removed_limit) == "[removed: limit=batch,]"
     assert described(closing) == "), [removed: wait=True, ),]"
     assert described(changed) == "x = 2"
+
+
+def test_every_targets_tests_are_found_by_pytest():
+    """Each test id a target names (``targets.toml``) collects at least one test:
+    a misspelt class would otherwise be found only when that target's run starts,
+    maybe hours into ``make mutation`` (graph:neo4j named ``TestGraph_neo``)."""
+    targets = _harness_module().load_targets(ROOT / "tests" / "mutation" / "targets.toml")
+    wanted = sorted({t for target in targets.values() for t in [*target.tests, *target.child_tests]})
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly", *wanted],
+        cwd=ROOT, text=True, capture_output=True, timeout=600, check=False,
+    )
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    collected = [line for line in run.stdout.splitlines() if "::" in line]
+    unmatched = [t for t in wanted if not any(_names(t, c) for c in collected)]
+    assert unmatched == []
+
+
+def _names(test_id: str, collected: str) -> bool:
+    """Whether ``test_id`` (a folder, a file, a class or a test) selects ``collected``."""
+    test_id = test_id.rstrip("/")
+    return collected == test_id or (collected.startswith(test_id) and collected[len(test_id)] in "/:[")
