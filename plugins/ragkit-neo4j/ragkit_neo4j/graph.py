@@ -86,6 +86,9 @@ class Neo4jOptions(BaseModel):
     property by property. Unset: 60000 for FalkorDB's listener (which loses
     Bolt messages over 64 KB), 4 MiB otherwise."""
     connection_timeout: float = Field(default=10.0, gt=0)
+    """Seconds ``open()`` waits to connect and to learn what the server supports
+    (the driver's own limit covers the TCP connect only: a server that accepts
+    and never answers held ``open()`` forever)."""
     query_timeout: float | None = Field(default=None, gt=0)
     """Seconds to wait for one call's statements; unset: no limit."""
     max_connection_pool_size: int = Field(default=100, ge=1)
@@ -341,10 +344,16 @@ class Neo4jGraphStore(GraphStore):
     # -- lifecycle ---------------------------------------------------------------------
 
     async def _open(self) -> None:
+        o = self.options
+        acquiring = _server.acquire(self._driver_key(), self._make_driver, o.database, o.query_values)
         async with self._errors("connect"):
-            shared = await _server.acquire(
-                self._driver_key(), self._make_driver, self.options.database, self.options.query_values
-            )
+            try:  # acquire() releases what it took when cancelled
+                shared = await asyncio.wait_for(acquiring, o.connection_timeout)
+            except TimeoutError as exc:
+                raise StoreError(
+                    f"Neo4j at {o.uri} did not answer within {o.connection_timeout} s (connection_timeout) "
+                    "while trying to connect; is a Bolt server listening there, and is it up?"
+                ) from exc
         self._shared = shared
         try:
             await self.ensure_schema()

@@ -1,0 +1,126 @@
+"""A loopback Bolt server for the failures FalkorDB's listener cannot show: one
+that refuses the credentials, one that never answers a query, one that never
+answers at all. It speaks Bolt 5.0 (handshake, chunked PackStream messages) to
+the real ``neo4j`` driver, and knows nothing of Cypher.
+
+``BoltStub(mode)`` runs in a thread; ``uri`` is ``bolt://127.0.0.1:<port>``.
+
+- ``silent``: accepts connections and never writes a byte.
+- ``refuse-auth``: answers ``HELLO`` (which carries the credentials in 5.0)
+  with ``Neo.ClientError.Security.Unauthorized``, as Neo4j does.
+- ``hang-after-probe``: accepts ``HELLO``, fails the first query (the
+  adapter's parameter probe, as a server that cannot take parameters would),
+  then never answers a query or a transaction's ``BEGIN``: a store opens, and
+  its every read and write waits.
+- ``failing``: accepts ``HELLO`` and transactions, and fails every query
+  with a syntax error (the first is the probe: a store opens).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from typing import Any
+
+MAGIC = b"\x60\x60\xb0\x17"
+BOLT_5_0 = b"\x00\x00\x00\x05"
+HELLO, GOODBYE, RESET, RUN = 0x01, 0x02, 0x0F, 0x10
+SUCCESS, FAILURE, IGNORED = 0x70, 0x7F, 0x7E
+UNAUTHORIZED = "Neo.ClientError.Security.Unauthorized"
+SYNTAX_ERROR = "Neo.ClientError.Statement.SyntaxError"
+
+
+def pack(value: Any) -> bytes:
+    """PackStream for the few types the stub sends: str and dict of str."""
+    if isinstance(value, str):
+        data = value.encode("utf-8")
+        head = bytes([0x80 + len(data)]) if len(data) < 16 else b"\xd0" + bytes([len(data)])
+        return head + data
+    if isinstance(value, dict):
+        return bytes([0xA0 + len(value)]) + b"".join(pack(k) + pack(v) for k, v in value.items())
+    raise TypeError(type(value))
+
+
+def message(signature: int, fields: dict[str, str] | None = None) -> bytes:
+    body = bytes([0xB0, signature]) if fields is None else bytes([0xB1, signature]) + pack(fields)
+    return struct.pack(">H", len(body)) + body + b"\x00\x00"
+
+
+class BoltStub:
+    def __init__(self, mode: str) -> None:
+        assert mode in ("silent", "refuse-auth", "hang-after-probe", "failing"), mode
+        self.mode = mode
+        self.received: list[int] = []
+        """Signatures of the messages clients sent, in order."""
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.uri = f"bolt://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._clients: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            self._clients.append(client)
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        try:
+            if self.mode == "silent" or self._read(client, 20)[:4] != MAGIC:
+                return
+            client.sendall(BOLT_5_0)
+            failed = False  # until RESET, a failed query's followers are IGNORED
+            while (signature := self._message(client)) is not None:
+                self.received.append(signature)
+                if signature == HELLO and self.mode == "refuse-auth":
+                    client.sendall(message(FAILURE, {
+                        "code": UNAUTHORIZED,
+                        "message": "The client is unauthorized due to authentication failure.",
+                    }))
+                elif signature == HELLO:
+                    client.sendall(message(SUCCESS, {"server": "Neo4j/5.26.0", "connection_id": "bolt-stub"}))
+                elif signature == GOODBYE:
+                    return
+                elif signature == RESET:
+                    failed = False
+                    client.sendall(message(SUCCESS, {}))
+                elif failed:
+                    client.sendall(message(IGNORED))
+                elif signature == RUN and (self.mode == "failing" or self.received.count(RUN) == 1):
+                    failed = True
+                    client.sendall(message(FAILURE, {"code": SYNTAX_ERROR, "message": "the stub runs no query"}))
+                elif self.mode == "failing":
+                    client.sendall(message(SUCCESS, {}))  # BEGIN, COMMIT, ROLLBACK
+                # hang-after-probe: no answer to anything else (a later RUN, BEGIN).
+        except OSError:
+            return
+
+    @staticmethod
+    def _read(client: socket.socket, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            part = client.recv(n - len(data))
+            if not part:
+                raise OSError("closed")
+            data += part
+        return data
+
+    def _message(self, client: socket.socket) -> int | None:
+        """The next message's signature (its chunks read to the end marker)."""
+        body = b""
+        while True:
+            (size,) = struct.unpack(">H", self._read(client, 2))
+            if size == 0:
+                if body:
+                    return body[1]
+                continue  # a NOOP chunk
+            body += self._read(client, size)
+
+    def close(self) -> None:
+        self._listener.close()
+        for client in self._clients:
+            client.close()
