@@ -25,7 +25,7 @@ from typing import Any
 
 MAGIC = b"\x60\x60\xb0\x17"
 BOLT_5_0 = b"\x00\x00\x00\x05"
-HELLO, GOODBYE, RESET, RUN = 0x01, 0x02, 0x0F, 0x10
+HELLO, GOODBYE, RESET, RUN, PULL = 0x01, 0x02, 0x0F, 0x10, 0x3F
 SUCCESS, FAILURE, IGNORED = 0x70, 0x7F, 0x7E
 UNAUTHORIZED = "Neo.ClientError.Security.Unauthorized"
 SYNTAX_ERROR = "Neo.ClientError.Statement.SyntaxError"
@@ -42,6 +42,42 @@ def pack(value: Any) -> bytes:
     raise TypeError(type(value))
 
 
+def unpack(data: bytes, at: int = 0) -> tuple[Any, int]:
+    """One PackStream value of ``data`` from ``at``, and where the next begins."""
+    marker = data[at]
+    at += 1
+    high = marker & 0xF0
+    if marker < 0x80:
+        return marker, at  # tiny int
+    if marker >= 0xF0:
+        return marker - 0x100, at  # negative tiny int
+    sized = {0xD0: (1, "s"), 0xD1: (2, "s"), 0xD2: (4, "s"), 0xD4: (1, "l"), 0xD5: (2, "l"),
+             0xD8: (1, "m"), 0xD9: (2, "m")}
+    ints = {0xC8: ">b", 0xC9: ">h", 0xCA: ">i", 0xCB: ">q"}
+    if marker in (0xC0, 0xC2, 0xC3):
+        return {0xC0: None, 0xC2: False, 0xC3: True}[marker], at
+    if marker == 0xC1:
+        return struct.unpack_from(">d", data, at)[0], at + 8
+    if marker in ints:
+        return struct.unpack_from(ints[marker], data, at)[0], at + struct.calcsize(ints[marker])
+    if high in (0x80, 0x90, 0xA0, 0xB0):
+        size, kind = marker & 0x0F, {0x80: "s", 0x90: "l", 0xA0: "m", 0xB0: "t"}[high]
+    elif marker in sized:
+        width, kind = sized[marker]
+        size, at = int.from_bytes(data[at:at + width], "big"), at + width
+    else:
+        raise ValueError(f"PackStream marker {marker:#x} is not handled by the stub")
+    if kind == "s":
+        return data[at:at + size].decode("utf-8"), at + size
+    if kind == "t":
+        at += 1  # the struct's signature byte: its fields follow
+    items = []
+    for _ in range(size * (2 if kind == "m" else 1)):
+        item, at = unpack(data, at)
+        items.append(item)
+    return (dict(zip(items[::2], items[1::2])) if kind == "m" else items), at
+
+
 def message(signature: int, fields: dict[str, str] | None = None) -> bytes:
     body = bytes([0xB0, signature]) if fields is None else bytes([0xB1, signature]) + pack(fields)
     return struct.pack(">H", len(body)) + body + b"\x00\x00"
@@ -53,6 +89,9 @@ class BoltStub:
         self.mode = mode
         self.received: list[int] = []
         """Signatures of the messages clients sent, in order."""
+        self.fields: list[tuple[int, list[Any]]] = []
+        """Each message clients sent: its signature and fields, in order."""
+        self.connections = 0
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.uri = f"bolt://127.0.0.1:{self._listener.getsockname()[1]}"
         self._clients: list[socket.socket] = []
@@ -66,6 +105,7 @@ class BoltStub:
             except OSError:  # closed
                 return
             self._clients.append(client)
+            self.connections += 1
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
@@ -109,16 +149,22 @@ class BoltStub:
             data += part
         return data
 
-    def _message(self, client: socket.socket) -> int | None:
-        """The next message's signature (its chunks read to the end marker)."""
+    def _message(self, client: socket.socket) -> int:
+        """The next message's signature (its chunks read to the end marker);
+        its fields go to ``fields``."""
         body = b""
         while True:
             (size,) = struct.unpack(">H", self._read(client, 2))
             if size == 0:
                 if body:
+                    self.fields.append((body[1], unpack(body)[0]))
                     return body[1]
                 continue  # a NOOP chunk
             body += self._read(client, size)
+
+    def sent(self, signature: int) -> list[list[Any]]:
+        """The fields of every message of this kind clients sent."""
+        return [fields for sig, fields in self.fields if sig == signature]
 
     def close(self) -> None:
         self._listener.close()

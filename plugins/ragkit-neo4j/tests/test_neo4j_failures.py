@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from bolt_stub import BoltStub
+from bolt_stub import HELLO, PULL, RUN, BoltStub
 from ragkit.errors import StoreError
 from ragkit.protocols import StoreConfig
 from ragkit_neo4j import Neo4jGraphStore, _server
@@ -111,3 +111,64 @@ async def test_a_query_the_server_rejects_is_a_store_error_with_its_reason(stub)
                 await asyncio.wait_for(call(), 30)
     finally:
         await graph.close()
+
+
+# -- what the driver is told ---------------------------------------------------------
+
+
+async def _three_reads(graph: Neo4jGraphStore) -> None:
+    results = await asyncio.gather(graph.get_nodes(["a"]), graph.get_nodes(["b"]), graph.node_count(),
+                                   return_exceptions=True)
+    assert all(isinstance(r, StoreError) for r in results), results  # the stub fails every query
+
+
+async def test_the_server_is_told_the_credentials_agent_database_and_fetch_size(stub):
+    """HELLO carries the user agent and the basic credentials; every query names
+    the database; reads ask for all their rows at once (``fetch_size=-1``:
+    one round trip, not one per 1,000 rows)."""
+    server = stub("failing")
+    graph = store(server.uri, user="reader", password="pw-1", database="graphs")
+    await graph.open()
+    try:
+        await _three_reads(graph)
+    finally:
+        await graph.close()
+    hellos = server.sent(HELLO)  # one per connection
+    assert hellos and all(
+        hello == {"user_agent": "ragkit-neo4j", "scheme": "basic", "principal": "reader", "credentials": "pw-1"}
+        for (hello,) in hellos
+    )
+    runs = server.sent(RUN)
+    assert len(runs) == 4 and all(extra.get("db") == "graphs" for _, _, extra in runs)
+    assert [fields[0]["n"] for fields in server.sent(PULL)][1:] == [-1, -1, -1]  # after the probe's
+
+
+async def test_without_a_user_no_credentials_are_sent_and_a_user_alone_is_sent_as_such(stub):
+    server = stub("failing")
+    for options in ({}, {"user": "reader"}):
+        graph = store(server.uri, **options)
+        await graph.open()
+        await graph.close()
+    (anonymous,), (user_alone,) = server.sent(HELLO)
+    assert "principal" not in anonymous and "credentials" not in anonymous
+    assert anonymous.get("scheme", "none") == "none"
+    assert (user_alone["scheme"], user_alone["principal"]) == ("basic", "reader")  # the driver leaves out an empty password
+
+
+@pytest.mark.parametrize("size", [1, 3])
+async def test_connections_are_pooled_up_to_max_connection_pool_size(stub, size):
+    server = stub("failing")
+    graph = store(server.uri, max_connection_pool_size=size)
+    await graph.open()
+    try:
+        await _three_reads(graph)
+    finally:
+        await graph.close()
+    assert server.connections == 1 if size == 1 else server.connections > 1
+
+
+async def test_a_uri_the_driver_cannot_take_is_a_store_error_naming_it():
+    graph = store("ftp://127.0.0.1:7687")
+    with pytest.raises(StoreError, match=r"^cannot create a Neo4j driver for 'ftp://127\.0\.0\.1:7687': "):
+        await graph.open()
+    assert not graph.is_open and shared_drivers() == {}
