@@ -207,7 +207,9 @@ async def test_a_config_that_disagrees_with_the_weights_is_a_model_error(misdecl
     ``dimension`` said 512)."""
     embedder = SentenceTransformerEmbedder({"model": str(misdeclared_folder)})
     assert embedder.dimension == 512
-    with pytest.raises(ModelError, match=r"shape \(2, 384\).*declare dimension 512.*Pooling word_embedding_dimension"):
+    with pytest.raises(ModelError, match=r"shape \(2, 384\), but its files declare dimension 512: fix the model's "
+                                         r"module configs \(Pooling word_embedding_dimension, Dense out_features\) "
+                                         r"to match its weights$"):
         await embedder.embed(["one", "two"])
 
 

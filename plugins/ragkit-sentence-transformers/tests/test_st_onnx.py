@@ -127,8 +127,19 @@ async def test_a_config_that_disagrees_with_the_weights_is_a_model_error(tmp_pat
         await embedder.embed(["x"])
 
 
+async def test_a_cache_dir_under_home_is_expanded(tmp_path, monkeypatch, minilm_folder):
+    """``onnx_cache_dir = "~/..."`` is the user's home, as in a config file it would be."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    await onnx_embedder(Path("~/onnx-exports"), model=str(minilm_folder)).embed(["x"])
+    assert onnx_backend.cached_export(minilm_folder, tmp_path / "onnx-exports").is_file()
+    assert not Path("~").exists()  # no folder literally named "~" in the working directory
+
+
 def test_onnx_runs_on_the_cpu_only():
-    with pytest.raises(ConfigError, match=r"CPU only.*'cuda'"):
+    with pytest.raises(ConfigError, match=r"runs on the CPU only, not on device 'cuda': "
+                                          r'set device = "cpu" or use backend = "torch"$'):
         SentenceTransformerEmbedder({"backend": "onnx", "device": "cuda"})
     with pytest.raises(ConfigError, match="backend"):
         SentenceTransformerEmbedder({"backend": "tensorflow"})
