@@ -80,7 +80,8 @@ test: $(STAMP) chromium
 # (scripts/mutation.py; targets in tests/mutation/targets.toml): every mutant of
 # every target, then docs/mutation.md is rewritten. Long: about a minute per
 # 40 mutants on 2 cores. MUTATION_ARGS="--only kv:sqlite" runs one target;
-# "--only vector:chroma --resume" goes on with a stopped run of one.
+# "--only vector:chroma --resume" goes on with a stopped run of one;
+# "--only vector:chroma --survivors" runs its finished run's survivors again.
 # The server plugins' targets run against the servers scripts/test-services starts.
 mutation: $(STAMP)
 	$(PY) scripts/test-services $(PY) scripts/mutation.py $(MUTATION_ARGS)

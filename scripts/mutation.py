@@ -11,6 +11,7 @@ seen (it is *equivalent*) and ``tests/mutation/equivalent.txt`` says why.
     scripts/mutation.py                    # every target, every mutant; writes docs/mutation.md
     scripts/mutation.py --only kv:sqlite   # one target (the others' rows are kept)
     scripts/mutation.py --only vector:chroma --resume   # go on where a stopped run ended
+    scripts/mutation.py --only vector:chroma --survivors  # only its last run's survivors, again
     scripts/mutation.py --slice 12         # CI: 12 mutants per gated target, rotating daily
     scripts/mutation.py --rewrite-report   # the report again; recorded survivors now listed
                                            # as equivalent count as such (no run)
@@ -30,7 +31,13 @@ so no result is ever read from an earlier run, with one exception:
 than a sitting) only when nothing its verdicts depend on has changed since it
 was staged (``inputs``: every file of the module's package, the core, the tests
 and their directories, the installed packages, the mutmut table); otherwise it
-starts afresh and says which input changed.
+starts afresh and says which input changed. ``--survivors`` runs again only
+the mutants a target's finished run left alive, after tests were added for
+them: the other verdicts stand, so it is refused when the module's package,
+the core, the installed packages or the tests it selects (mutmut would judge
+every mutant again) changed since; the tests in those paths may change. A
+test weakened since could let a recorded kill through unseen: the next full
+run, and CI's slice meanwhile, would find it.
 
 The slice runs only *gated* targets (those whose full run left no survivor
 unexplained) and fails on any survivor not in the equivalent list: a change
@@ -224,6 +231,30 @@ def stage(target: Target, root: Path, *, resume: bool = False) -> Path:
     return where
 
 
+def restage(target: Target, root: Path) -> Path:
+    """The staging directory of ``target``'s finished run, to run its survivors
+    again (``--survivors``): refused when what its other verdicts rest on
+    changed since: the module's package, the core, the installed packages,
+    the mutmut table (its test selection: mutmut would forget every verdict)."""
+    where = root / ".mutation" / target.slug
+    if not (where / "inputs.json").exists() or not (where / "mutants" / (target.module + ".meta")).exists():
+        raise TargetError(f"{target.name}: no staged run to take survivors from; run it in full first")
+    if any(code is None for code in verdicts(target, where).values()):
+        raise TargetError(f"{target.name}: its staged run did not finish; finish it with --resume first")
+    old = json.loads((where / "inputs.json").read_text())
+    table = _table(target, root)
+    current = inputs(target, root, table)
+    fixed = (f"{target.source or target.module.split('/', 1)[0]}/", "ragkit/", "(")
+    changed = sorted(k for k in current.keys() | old.keys() if k.startswith(fixed) and current.get(k) != old.get(k))
+    if changed:
+        raise TargetError(f"{target.name}: {', '.join(changed[:5])} changed since its run, so its other verdicts "
+                          "may not hold: run it in full")
+    (where / "pyproject.toml").write_text(table)  # a timeout retry's longer limit, undone
+    (where / "inputs.json").write_text(json.dumps(current, indent=0, sort_keys=True))
+    print("   running its recorded survivors again (module, core and test selection unchanged)", flush=True)
+    return where
+
+
 def changed_inputs(target: Target, root: Path, where: Path) -> str:
     """The inputs that differ from those ``where`` was staged with, named
     (the first five), or an empty string."""
@@ -349,22 +380,41 @@ def _described(diff: str) -> str:
     return plus
 
 
+def verdicts(target: Target, where: Path) -> dict[str, int | None]:
+    """Each mutant's exit code as the staged run judged it: what the harness
+    recorded (``verdicts.json``: mutmut forgets the timeouts of a run that
+    repeated others), else mutmut's own record."""
+    recorded = where / "verdicts.json"
+    return json.loads(recorded.read_text()) if recorded.exists() else _meta(target, where)["exit_code_by_key"]
+
+
 def run_target(target: Target, root: Path, equivalents: list[Equivalent], *, count: int | None,
-               day: int, jobs: int, resume: bool = False) -> Outcome:
-    where = stage(target, root, resume=resume)
-    names = mutant_names(target, where)
-    chosen = names if count is None else rotating(names, count, day)
-    done = _mutmut(where, "run", "--max-children", str(jobs), *([] if count is None else chosen))
-    (where / "run.log").write_text(done.stdout)
+               day: int, jobs: int, resume: bool = False, survivors: bool = False) -> Outcome:
+    if survivors:
+        where = restage(target, root)
+        before = verdicts(target, where)
+        chosen = sorted(before)
+        ran = _unexplained(target, where, equivalents, chosen, before)
+    else:
+        where = stage(target, root, resume=resume)
+        names = mutant_names(target, where)
+        chosen = names if count is None else rotating(names, count, day)
+        ran = chosen
+    selected = [] if count is None and not survivors else chosen if count is not None else ran
+    done = _mutmut(where, "run", "--max-children", str(jobs), *selected) if ran else None
+    if done is not None:
+        (where / "run.log").write_text(done.stdout)
     codes = _meta(target, where)["exit_code_by_key"]
-    if done.returncode or all(codes.get(n) is None for n in chosen):
+    if survivors:  # the others' verdicts as recorded (mutmut may have forgotten timeouts)
+        codes = {**before, **{n: codes.get(n) for n in ran}}
+    if done is not None and (done.returncode or all(codes.get(n) is None for n in ran)):
         tail = "\n".join(done.stdout.splitlines()[-25:])
         raise TargetError(f"{target.name}: mutmut failed (exit {done.returncode}; log {where / 'run.log'}):\n{tail}")
     if count is None:
         # The slice takes a timeout as the kill it is counted as: running it
         # again (minutes on CI's busy machine) could only turn it into a
         # survivor, which the full run, the one that scores, finds.
-        codes = _retry_timeouts(target, where, codes, [n for n in chosen if codes.get(n) in TIMEOUTS]) or codes
+        codes = _retry_timeouts(target, where, codes, [n for n in ran if codes.get(n) in TIMEOUTS]) or codes
     # The staging directory links to the working tree, and mutmut makes the
     # mutants again when a source is newer: an edit during the run (a retry's
     # or a child's) would mix two versions' mutants, numbered alike.
@@ -375,8 +425,9 @@ def run_target(target: Target, root: Path, equivalents: list[Equivalent], *, cou
     outcome = Outcome(target)
     lines = mutated_lines(target, where, [n for n in chosen if codes.get(n) in SURVIVED])
     if target.child_tests:
-        unexplained = [n for n in lines if not explained(equivalents, target.module, function_of(target, n), lines[n])]
-        codes = {**codes, **run_in_children(target, where, unexplained)}
+        codes = {**codes, **run_in_children(target, where, _unexplained(target, where, equivalents, chosen, codes))}
+    if count is None:
+        (where / "verdicts.json").write_text(json.dumps({n: codes.get(n) for n in chosen}, indent=0, sort_keys=True))
     for name in chosen:
         code = codes.get(name)
         if code in KILLED:
@@ -392,6 +443,14 @@ def run_target(target: Target, root: Path, equivalents: list[Equivalent], *, cou
         else:
             outcome.other[name] = code
     return outcome
+
+
+def _unexplained(target: Target, where: Path, equivalents: list[Equivalent], names: list[str],
+                 codes: dict[str, int | None] | None = None) -> list[str]:
+    """The survivors among ``names`` that no entry of the equivalent list explains."""
+    codes = codes if codes is not None else _meta(target, where)["exit_code_by_key"]
+    lines = mutated_lines(target, where, [n for n in names if codes.get(n) in SURVIVED])
+    return [n for n in lines if not explained(equivalents, target.module, function_of(target, n), lines[n])]
 
 
 CHILD_KILLED, CHILD_TIMEOUT = 1, 24
@@ -535,6 +594,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--resume", action="store_true",
                    help="full runs: go on with the run a target's staging directory holds, where nothing "
                         "its verdicts depend on has changed since (otherwise start afresh)")
+    p.add_argument("--survivors", action="store_true",
+                   help="full runs: run again only the survivors no equivalent entry explains, from a target's "
+                        "finished staged run, after tests were added in the paths it selects (refused when its "
+                        "module, the core or its test selection changed)")
     p.add_argument("--rewrite-report", action="store_true",
                    help="only rewrite the report from tests/mutation/scores.json (after editing targets, "
                         "or listing survivors as equivalent)")
@@ -551,6 +614,8 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [targets[n] for n in args.only] if args.only else list(targets.values())
     if args.slice is not None:
         chosen = [t for t in chosen if t.gate]
+    if args.survivors and (args.slice is not None or args.resume):
+        p.error("--survivors takes a finished full run: not with --slice or --resume")
     day = args.day if args.day is not None else datetime.datetime.now(datetime.UTC).date().toordinal()
     failed = False
     outcomes = {}
@@ -559,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         try:
             outcome = run_target(target, root, equivalents, count=args.slice, day=day, jobs=args.jobs,
-                                 resume=args.resume and args.slice is None)
+                                 resume=args.resume and args.slice is None, survivors=args.survivors)
         except TargetError as exc:  # the others still run; the run fails
             print(f"   ERROR {exc}", flush=True)
             failed = True

@@ -153,6 +153,38 @@ def test_a_stopped_run_resumes_only_while_its_inputs_are_unchanged(toy):
     assert json.loads(meta_path.read_text())["exit_code_by_key"][kept] == 1
 
 
+def test_survivors_run_again_alone_once_tests_are_added_and_only_while_the_rest_holds(toy):
+    """``--survivors``: after a full run left the boundary mutant alive, the
+    assertion that kills it is added; only the unexplained survivors run again,
+    every other verdict stands as recorded, and the score is the new one. It is
+    refused once the module (or the test selection) changed since the run."""
+    weak = TESTS.replace('    assert describe(0) == "not positive"  # the boundary\n', "")
+    _project(toy, weak)
+    report = str(toy / "report.md")
+    full = _harness(toy, "--report", report)
+    assert full.returncode == 1 and "1 survived" in full.stdout, full.stdout + full.stderr
+    recorded = toy / ".mutation" / "toy" / "verdicts.json"
+    codes = json.loads(recorded.read_text())
+    (survivor,) = [n for n, c in codes.items() if c == 0]
+    kept = next(n for n, c in codes.items() if c == 1)
+    codes[kept] = 3  # a kill these tests never give: it marks a verdict read back, not run again
+    recorded.write_text(json.dumps(codes))
+
+    (toy / "tests" / "test_sign.py").write_text(textwrap.dedent(TESTS))  # the boundary assertion is back
+    again = _harness(toy, "--survivors", "--report", report)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "running its recorded survivors again" in again.stdout and "0 survived" in again.stdout
+    after = json.loads(recorded.read_text())
+    assert (after[survivor], after[kept]) == (1, 3)
+    assert f"| toy | `toy/sign.py` | {len(codes)} | {len(codes)} | 0 | 0 | 100.0% |" in (toy / "report.md").read_text()
+
+    (toy / "toy" / "sign.py").write_text(textwrap.dedent(MODULE).replace("n > 0", "n > 1"))
+    refused = _harness(toy, "--survivors", "--report", report)
+    assert refused.returncode == 1
+    assert ("ERROR toy: toy/sign.py changed since its run, so its other verdicts may not hold: run it in full"
+            in refused.stdout), refused.stdout
+
+
 def test_an_input_edited_during_the_run_fails_the_target_naming_it(toy, monkeypatch):
     """mutmut makes a module's mutants again when its source is newer than
     them, and the staging directory links to the working tree: verdicts from
