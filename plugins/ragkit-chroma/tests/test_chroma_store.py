@@ -10,9 +10,12 @@ arguments; print ``calls.calls`` when a count or size assertion fails.
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 import textwrap
+import uuid
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -24,6 +27,7 @@ from ragkit.testing.contracts.base.contract import collect
 from ragkit.testing.contracts.options import contract_options
 from ragkit_chroma.store import ChromaHttpVectorStore, ChromaVectorStore, collection_name
 from ragkit_chroma.testing import options_from_url
+from recording_proxy import RecordingProxy
 
 # Chroma 1.5 warns whenever it reads a collection made with no embedding function,
 # which is exactly what ragkit wants (it always passes embeddings).
@@ -131,7 +135,9 @@ def test_contract_options_skip_with_a_clear_reason(monkeypatch, free_port, tmp_p
 
 async def test_unreachable_server_is_a_store_error_with_a_hint(free_port):
     store = ChromaVectorStore(config(host="127.0.0.1", port=free_port()))
-    with pytest.raises(StoreError, match=r"cannot open Chroma at http://127\.0\.0\.1:\d+.*chroma run"):
+    with pytest.raises(StoreError, match=r"(?s)^cannot open Chroma at http://127\.0\.0\.1:\d+: \w+: .*; start a server "
+                                         r"\(`chroma run --path DIR --host 127\.0\.0\.1 --port 8000`\) or fix "
+                                         r"host/port/ssl/auth_token in \[vector\.options\]$"):
         await store.open()
     assert not store.is_open
 
@@ -306,7 +312,7 @@ async def test_a_collection_in_another_space_is_refused_untouched(make_store, mo
     store = await make_store(mode)
     foreign = store.client.create_collection(store.collection_name, configuration={"hnsw": {"space": space}},
                                              embedding_function=None)
-    with pytest.raises(StoreError, match=rf"uses the '{space}' space; ragkit needs 'cosine'.*collection_prefix"):
+    with pytest.raises(StoreError, match=rf"uses the '{space}' space; ragkit needs 'cosine'.*choose another collection_prefix$"):
         await store.upsert(["a"], rows(1))
     assert foreign.count() == 0
 
@@ -481,3 +487,246 @@ def test_server_script_times_out_with_a_clear_message(tmp_path, free_port, chrom
                          env={"CHROMA_BIN": str(fake)})
     assert done.returncode == 1
     assert "no heartbeat" in done.stderr and "starting..." in done.stderr
+
+
+# -- failures while writing ------------------------------------------------------------
+
+
+async def test_a_drop_the_server_cannot_take_is_a_store_error_naming_the_drop(tmp_path, free_port, chroma_script):
+    """A server stopped after the store opened: ``drop`` fails with a StoreError
+    that says it was the drop that failed, on which collection, and why."""
+    port = str(free_port())
+    started = chroma_script("start", "--port", port, state_dir=tmp_path)
+    assert started.returncode == 0, started.stderr
+    store = ChromaVectorStore(config(host="127.0.0.1", port=int(port)))
+    try:
+        await store.open()
+        await store.upsert(["a"], rows(1))
+    finally:
+        stopped = chroma_script("stop", "--port", port, state_dir=tmp_path)
+    assert stopped.returncode == 0, stopped.stderr
+    where = re.escape(f"'{store.collection_name}' (Chroma at http://127.0.0.1:{port})")
+    with pytest.raises(StoreError, match=rf"^drop on collection {where} failed: ConnectError"):
+        await store.drop()
+    await store.close()
+
+
+async def test_a_cancelled_group_write_fails_every_write_in_it_and_leaves_no_unretrieved_error(make_store):
+    """Writes queued behind another go out as one group, applied by the first
+    writer's task. Cancelled while it applies them, that task ends cancelled,
+    every other write of the group fails with a StoreError saying it may be
+    partly applied, and no future's error is left unread (asyncio would log
+    "Future exception was never retrieved"). The store goes on working."""
+    import gc
+
+    store = await make_store("embedded")
+    seen: list[str] = []  # what asyncio reports: a future's error nobody read, on its collection
+    asyncio.get_running_loop().set_exception_handler(lambda loop, context: seen.append(context["message"]))
+    busy = asyncio.create_task(store.upsert([f"w{i}" for i in range(3000)], rows(3000)))
+    await asyncio.sleep(0)  # busy holds the write lock, in its worker thread
+    mine = asyncio.create_task(store.upsert(["a"], rows(1, seed=1)))
+    other = asyncio.create_task(store.upsert(["b"], rows(1, seed=2)))
+    await asyncio.sleep(0)  # both queued behind busy: one group, applied by mine's task
+    await busy
+    for _ in range(3):  # mine takes the lock and hands the group to a worker thread
+        await asyncio.sleep(0)
+    mine.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await mine
+    with pytest.raises(StoreError, match=r"^a write to collection '[^']+' was interrupted "
+                                         r"\(the task applying it was cancelled\); it may be partly applied$"):
+        await other
+    del busy, mine, other
+    gc.collect()
+    await asyncio.sleep(0)
+    assert not [m for m in seen if "never retrieved" in m], seen
+    await store.upsert(["c"], rows(1, seed=3))
+    assert "c" in {r.id for r in await store.get(["c"]) if r is not None}
+
+
+async def test_calls_to_a_stopped_server_fail_once_naming_what_failed(tmp_path, free_port, chroma_script, monkeypatch):
+    """A server stopped after the stores opened: a write fails after one request
+    (no retry: only a collection another client dropped is looked up again), and
+    a store that had not looked its collection up yet says the look-up failed."""
+    port = str(free_port())
+    started = chroma_script("start", "--port", port, state_dir=tmp_path)
+    assert started.returncode == 0, started.stderr
+    used = ChromaVectorStore(config(host="127.0.0.1", port=int(port)))
+    fresh = ChromaVectorStore(StoreConfig(namespace="other", options={"host": "127.0.0.1", "port": int(port)},
+                                          dimension=4))
+    try:
+        await used.open()
+        await used.upsert(["a"], rows(1))
+        await fresh.open()  # no collection yet: none looked up
+    finally:
+        stopped = chroma_script("stop", "--port", port, state_dir=tmp_path)
+    assert stopped.returncode == 0, stopped.stderr
+    calls = CallLog(monkeypatch, "upsert", "get", "delete")
+    with pytest.raises(StoreError, match=r"^write on collection .* failed: ConnectError"):
+        await used.upsert(["b"], rows(1))
+    assert len(calls.calls) == 1, calls.calls
+    where = re.escape(f"'{fresh.collection_name}' (Chroma at http://127.0.0.1:{port})")
+    with pytest.raises(StoreError, match=rf"^open on collection {where} failed: ConnectError"):
+        await fresh.upsert(["b"], rows(1))
+    for store in (used, fresh):
+        await store.close()
+
+
+async def test_a_collection_dropped_under_every_write_fails_it_after_one_retry(make_store, monkeypatch):
+    """Another client drops the collection just before each request of a write:
+    the store looks it up again (making it anew) and tries once more; dropped
+    again, the write fails with a StoreError naming Chroma's NotFoundError."""
+    store = await make_store("embedded")
+    await store.upsert(["a"], rows(1))
+    tries: list[str] = []
+    original = Collection.get
+
+    def dropped_first(self_, *args, **kwargs):
+        tries.append(self_.name)
+        store.client.delete_collection(self_.name)  # as another client would
+        return original(self_, *args, **kwargs)
+
+    monkeypatch.setattr(Collection, "get", dropped_first)
+    with pytest.raises(StoreError, match=r"^write on collection .* failed: NotFoundError"):
+        await store.upsert(["b"], rows(1))
+    assert tries == [store.collection_name] * 2
+
+
+async def test_a_collection_made_by_the_store_names_its_workspace_and_namespace(make_store, mode):
+    """What another tool listing the server's collections sees: the dimension,
+    the embedder, and the ragkit workspace and namespace the collection holds."""
+    store = await make_store(mode, workspace="team-a", namespace="entities")
+    await store.upsert(["a"], rows(1))
+    metadata = store.client.get_collection(store.collection_name, embedding_function=None).metadata
+    assert metadata["ragkit_workspace"] == "team-a" and metadata["ragkit_namespace"] == "entities"
+
+
+# -- what the HTTP client is given ----------------------------------------------------------
+
+
+@pytest.fixture
+def proxy(chroma_url):
+    """``proxy(host=...)``: a recording proxy to the test server, on that loopback address."""
+    made: list[RecordingProxy] = []
+
+    def start(host: str = "127.0.0.1", port: int = 0) -> RecordingProxy:
+        made.append(RecordingProxy(chroma_url, host=host, port=port))
+        return made[-1]
+
+    yield start
+    for p in made:
+        p.close()
+
+
+async def _round_trip(store: ChromaVectorStore) -> None:
+    """Open, write, count, drop and close: a request of each kind."""
+    await store.open()
+    try:
+        await store.upsert(["a"], rows(1))
+        assert await store.count() == 1
+        await store.drop()
+    finally:
+        await store.close()
+
+
+async def test_the_token_and_headers_reach_the_server(proxy):
+    """``auth_token`` is sent as ``Authorization: Bearer ...`` and ``headers`` as given,
+    on every request, through a proxy that records what arrives."""
+    door = proxy()
+    await _round_trip(ChromaVectorStore(config(host=door.host, port=door.port, auth_token="tok-123",
+                                               headers={"X-Team": "blue"})))
+    assert len(door.requests) >= 4
+    # Header names are case-insensitive (RFC 9110): compared as such.
+    sent = [{k.lower(): v for k, v in headers.items()} for _, _, headers in door.requests]
+    assert all(h.get("authorization") == "Bearer tok-123" and h.get("x-team") == "blue" for h in sent), sent
+
+
+async def test_host_and_port_are_used_and_default_to_localhost_8000(proxy, chroma_url):
+    """A server reachable at another loopback address (127.0.0.2) only through
+    ``host``; with no ``host``, ``localhost``; with no ``port``, 8000 (at
+    127.0.0.3, where no other server is)."""
+    elsewhere = proxy(host="127.0.0.2")
+    default_port = proxy(host="127.0.0.3", port=8000)
+    for options in ({"host": "127.0.0.2", "port": elsewhere.port}, {"port": urlsplit(chroma_url).port},
+                    {"host": "127.0.0.3"}):
+        await _round_trip(ChromaVectorStore(config(**options)))
+    assert elsewhere.requests and default_port.requests  # the first and last stores went through them
+
+
+async def test_ssl_against_a_plain_http_server_is_a_store_error(chroma_url):
+    port = urlsplit(chroma_url).port
+    store = ChromaVectorStore(config(host="127.0.0.1", port=port, ssl=True))
+    with pytest.raises(StoreError, match=rf"^cannot open Chroma at https://127\.0\.0\.1:{port}: "):
+        await store.open()
+
+
+async def test_tenant_and_database_choose_where_collections_live(chroma_url):
+    """Stores of one workspace in two databases of a tenant do not see each other."""
+    import chromadb
+
+    target = urlsplit(chroma_url)
+    tenant, database = f"t{uuid.uuid4().hex[:8]}", "ragkit-tests"
+    admin = chromadb.AdminClient(chromadb.config.Settings(
+        chroma_api_impl="chromadb.api.fastapi.FastAPI", chroma_server_host=target.hostname,
+        chroma_server_http_port=target.port, anonymized_telemetry=False))
+    admin.create_tenant(tenant)
+    admin.create_database(database, tenant=tenant)
+    admin.create_database("other", tenant=tenant)
+    base = {"host": target.hostname, "port": target.port, "tenant": tenant}
+    mine = ChromaVectorStore(config(**base, database=database))
+    other = ChromaVectorStore(config(**base, database="other"))
+    for store in (mine, other):
+        await store.open()
+    try:
+        await mine.upsert(["a"], rows(1))
+        assert (await mine.count(), await other.count()) == (1, 0)
+        client = chromadb.HttpClient(host=target.hostname, port=target.port, tenant=tenant, database=database)
+        assert client.get_collection(mine.collection_name, embedding_function=None).count() == 1
+        await mine.drop()
+    finally:
+        for store in (mine, other):
+            await store.close()
+
+
+async def test_the_embedded_database_lives_at_path_its_folders_made(tmp_path):
+    """``path`` (relative: under ``working_dir``) is where Chroma's files go,
+    its missing parent folders made; nothing is written to the working directory."""
+    store = ChromaVectorStore(StoreConfig(namespace="chunks", working_dir=tmp_path, dimension=4,
+                                          options={"mode": "embedded", "path": "deep/er/chroma"}))
+    await store.open()
+    try:
+        await store.upsert(["a"], rows(1))
+    finally:
+        await store.close()
+    assert store.path == tmp_path / "deep" / "er" / "chroma"
+    assert (store.path / "chroma.sqlite3").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["deep"]
+
+
+@pytest.mark.parametrize("option", ["tenant", "database"])
+async def test_an_embedded_tenant_or_database_that_does_not_exist_is_a_store_error(tmp_path, option):
+    store = ChromaVectorStore(StoreConfig(namespace="chunks", working_dir=tmp_path, dimension=4,
+                                          options={"mode": "embedded", option: "no-such-place"}))
+    with pytest.raises(StoreError, match=rf"^cannot open Chroma at .*: NotFoundError: {option.title()} \[no-such-place\]"):
+        await store.open()
+
+
+async def test_an_embedded_path_that_is_a_file_is_a_store_error_saying_to_check_the_folder(tmp_path):
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    store = ChromaVectorStore(StoreConfig(namespace="chunks", working_dir=tmp_path, dimension=4,
+                                          options={"mode": "embedded", "path": str(taken)}))
+    with pytest.raises(StoreError, match=rf"^cannot open Chroma at {re.escape(str(taken))}: FileExistsError: .*; "
+                                         "check that the folder is writable and not used by another Chroma version$"):
+        await store.open()
+    assert taken.read_text() == "not a folder"
+
+
+async def test_the_client_is_there_only_while_the_store_is_open(make_store, mode):
+    """``client`` is ``None`` before ``open()`` and after ``close()``, as its docstring says."""
+    store = await make_store(mode, open=False)
+    assert store.client is None
+    await store.open()
+    assert store.client is not None
+    await store.close()
+    assert store.client is None
