@@ -730,3 +730,55 @@ async def test_the_client_is_there_only_while_the_store_is_open(make_store, mode
     assert store.client is not None
     await store.close()
     assert store.client is None
+
+
+async def test_a_write_whose_lease_was_taken_after_its_check_never_reaches_chroma(make_store):
+    """The writer lock's check passed, then the process stalled (a blocked event
+    loop) past its lease while another writer took the lease. Chroma's requests
+    leave from a worker thread, so the store asks the write's permit just before
+    each one; renewing fails here, so the write is refused with
+    ``WriterLeaseLostError`` and nothing reaches the collection.
+
+    Troubleshoot: with the permit ignored, ``count()`` is 1."""
+    import threading
+    import time
+
+    from ragkit.core.lock import LockSettings, WriterLock
+    from ragkit.errors import WriterLeaseLostError
+    from ragkit.protocols.lease import Holder
+    from ragkit.testing.contracts.lease.broken import MemoryLease
+
+    table: dict = {}  # the lease's "server", shared with the other writer
+    store = await make_store("embedded")
+    lock = WriterLock(MemoryLease(table), LockSettings(lease_ttl=1))
+
+    class StallAfterCheck:
+        """Passes the lock's check, then blocks the loop past the lease while another writer takes it."""
+
+        lost = property(lambda self: lock.lost)
+
+        async def check(self) -> None:
+            await lock.check()
+            time.sleep(1.5)  # no heartbeat meanwhile: the lease expires
+            taker = threading.Thread(target=lambda: asyncio.run(MemoryLease(table).acquire(Holder(), 60)))
+            taker.start()
+            taker.join()
+
+        def permit(self):
+            return lock.permit()
+
+    raised: list[BaseException] = []
+    store.fence = StallAfterCheck()
+    try:
+        async with lock.hold("index"):
+            try:
+                await store.upsert(["late"], rows(1))
+            except Exception as exc:
+                raised.append(exc)
+                raise
+    except WriterLeaseLostError:
+        pass  # the hold ends lost, too
+    finally:
+        store.fence = None
+    assert [type(e) for e in raised] == [WriterLeaseLostError], raised
+    assert await store.count() == 0
