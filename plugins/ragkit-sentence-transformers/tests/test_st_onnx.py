@@ -129,6 +129,9 @@ async def test_a_config_that_disagrees_with_the_weights_is_a_model_error(tmp_pat
 
 async def test_a_cache_dir_under_home_is_expanded(tmp_path, monkeypatch, minilm_folder):
     """``onnx_cache_dir = "~/..."`` is the user's home, as in a config file it would be."""
+    from ragkit_sentence_transformers import _loading
+
+    _loading.forget_models()  # an earlier test's load of this folder would be reused, exporting nothing
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / "cwd").mkdir()
     monkeypatch.chdir(tmp_path / "cwd")
