@@ -400,8 +400,9 @@ def run_target(target: Target, root: Path, equivalents: list[Equivalent], *, cou
         names = mutant_names(target, where)
         chosen = names if count is None else rotating(names, count, day)
         ran = chosen
-    selected = [] if count is None and not survivors else chosen if count is not None else ran
-    done = _mutmut(where, "run", "--max-children", str(jobs), *selected) if ran else None
+    # A full run names no mutant: mutmut then runs those without a verdict (what --resume relies on).
+    named = ran if count is not None or survivors else []
+    done = _mutmut(where, "run", "--max-children", str(jobs), *named) if ran else None
     if done is not None:
         (where / "run.log").write_text(done.stdout)
     codes = _meta(target, where)["exit_code_by_key"]
