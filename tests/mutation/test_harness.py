@@ -398,3 +398,20 @@ def _names(test_id: str, collected: str) -> bool:
     """Whether ``test_id`` (a folder, a file, a class or a test) selects ``collected``."""
     test_id = test_id.rstrip("/")
     return collected == test_id or (collected.startswith(test_id) and collected[len(test_id)] in "/:[")
+
+
+def test_every_module_of_a_first_party_adapter_is_a_target():
+    """Every module of the adapters' packages (the plugins', ``ragkit/storage``,
+    ``ragkit/offline``) is some target's module, so a module added to an adapter
+    is mutated too; package ``__init__`` files, ``plugin.py`` (entry points) and
+    ``testing.py`` (the wire servers the tests run against) are not adapter code."""
+    targets = _harness_module().load_targets(ROOT / "tests" / "mutation" / "targets.toml")
+    covered = {t.module for t in targets.values()}
+    packages = [*sorted((ROOT / "plugins").glob("ragkit-*/ragkit_*")), ROOT / "ragkit" / "storage", ROOT / "ragkit" / "offline"]
+    modules = set()
+    for package in packages:
+        top = package.parent if package.parent.name != "ragkit" else package.parent.parent
+        modules |= {str(f.relative_to(top)) for f in package.glob("*.py")
+                    if f.name not in ("__init__.py", "plugin.py", "testing.py")}
+    assert len(modules) > 40
+    assert sorted(modules - covered) == []
