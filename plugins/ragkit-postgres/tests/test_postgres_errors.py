@@ -24,6 +24,7 @@ import pytest
 
 from ragkit.errors import StoreError
 from ragkit.protocols import StoreConfig
+from ragkit.protocols.lease import Holder
 from ragkit.schema import DocStatus
 from ragkit.testing.denied import OPEN, PASSWORD, Action, as_user, check_refusal, listed, pending, refusal
 from ragkit_postgres import PostgresDocStatusStore, PostgresGraphStore, PostgresKVStore, PostgresVectorStore
@@ -89,7 +90,16 @@ CASES: list[tuple[str, str, str, Action, str]] = [
     ("vector", "SELECT", "vectors_4", lambda s: s.count(), "failed to count records"),
     ("vector", "DELETE", "vectors_4", lambda s: s.delete(["v1"]), "failed to delete records"),
     ("vector", "DELETE", "vectors_4", lambda s: s.drop(), "failed to drop"),
+    ("doc_status", "INSERT", "writer", lambda s: s.writer_lease().acquire(Holder(), 30), "failed to take the writer lock"),
+    ("doc_status", "SELECT", "writer", lambda s: s.writer_lease().holder(), "failed to read the writer lock"),
+    ("doc_status", "DELETE", "writer", lambda s: _take_and_release(s.writer_lease()), "failed to release the writer lock"),
 ]
+
+
+async def _take_and_release(lease: Any) -> None:
+    me = Holder()
+    assert await lease.acquire(me, 30)
+    await lease.release(me)
 
 
 SEEDS: dict[str, Action] = {
