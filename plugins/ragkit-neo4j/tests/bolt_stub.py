@@ -14,6 +14,12 @@ the real ``neo4j`` driver, and knows nothing of Cypher.
   its every read and write waits.
 - ``failing``: accepts ``HELLO`` and transactions, and fails every query
   with a syntax error (the first is the probe: a store opens).
+- ``neo4j``: answers as Neo4j 5.26 would the adapter's probes (``RETURN $p``
+  echoes its parameter, ``dbms.components()`` names the version), so a store
+  takes it for Neo4j (parameters, ``IF NOT EXISTS``); every other query
+  succeeds with the rows ``rows(query, params)`` gives (none by default), or
+  fails with its message if it raises (``StubFailure`` where a server would refuse). What the adapter sends
+  to a real Neo4j is then read from ``fields``.
 """
 
 from __future__ import annotations
@@ -21,22 +27,31 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from typing import Any
 
 MAGIC = b"\x60\x60\xb0\x17"
 BOLT_5_0 = b"\x00\x00\x00\x05"
 HELLO, GOODBYE, RESET, RUN, PULL = 0x01, 0x02, 0x0F, 0x10, 0x3F
-SUCCESS, FAILURE, IGNORED = 0x70, 0x7F, 0x7E
+BEGIN, COMMIT, ROLLBACK = 0x11, 0x12, 0x13
+SUCCESS, FAILURE, IGNORED, RECORD = 0x70, 0x7F, 0x7E, 0x71
+VERSION = "5.26.0"
 UNAUTHORIZED = "Neo.ClientError.Security.Unauthorized"
 SYNTAX_ERROR = "Neo.ClientError.Statement.SyntaxError"
 
 
 def pack(value: Any) -> bytes:
-    """PackStream for the few types the stub sends: str and dict of str."""
+    """PackStream for the types the stub sends: None, bool, int, str, list, dict (small ones)."""
+    if value is None or isinstance(value, bool):
+        return {None: b"\xc0", False: b"\xc2", True: b"\xc3"}[value]
+    if isinstance(value, int):
+        return struct.pack(">bq", -53, value)  # 0xCB: a 64-bit int
     if isinstance(value, str):
         data = value.encode("utf-8")
-        head = bytes([0x80 + len(data)]) if len(data) < 16 else b"\xd0" + bytes([len(data)])
+        head = bytes([0x80 + len(data)]) if len(data) < 16 else b"\xd1" + struct.pack(">H", len(data))
         return head + data
+    if isinstance(value, list):
+        return bytes([0x90 + len(value)]) + b"".join(pack(v) for v in value)
     if isinstance(value, dict):
         return bytes([0xA0 + len(value)]) + b"".join(pack(k) + pack(v) for k, v in value.items())
     raise TypeError(type(value))
@@ -78,15 +93,20 @@ def unpack(data: bytes, at: int = 0) -> tuple[Any, int]:
     return (dict(zip(items[::2], items[1::2])) if kind == "m" else items), at
 
 
-def message(signature: int, fields: dict[str, str] | None = None) -> bytes:
+def message(signature: int, fields: dict[str, Any] | list[Any] | None = None) -> bytes:
     body = bytes([0xB0, signature]) if fields is None else bytes([0xB1, signature]) + pack(fields)
     return struct.pack(">H", len(body)) + body + b"\x00\x00"
 
 
+class StubFailure(Exception):
+    """Raised by a ``rows`` function: the query fails, with this message."""
+
+
 class BoltStub:
-    def __init__(self, mode: str) -> None:
-        assert mode in ("silent", "refuse-auth", "hang-after-probe", "failing"), mode
+    def __init__(self, mode: str, rows: Callable[[str, dict], list[list[Any]]] | None = None) -> None:
+        assert mode in ("silent", "refuse-auth", "hang-after-probe", "failing", "neo4j"), mode
         self.mode = mode
+        self.rows = rows or (lambda query, params: [])
         self.received: list[int] = []
         """Signatures of the messages clients sent, in order."""
         self.fields: list[tuple[int, list[Any]]] = []
@@ -114,7 +134,9 @@ class BoltStub:
                 return
             client.sendall(BOLT_5_0)
             failed = False  # until RESET, a failed query's followers are IGNORED
-            while (signature := self._message(client)) is not None:
+            pending: list[list[Any]] = []  # a neo4j RUN's rows, sent at its PULL
+            while (got := self._message(client)) is not None:
+                signature, fields = got
                 self.received.append(signature)
                 if signature == HELLO and self.mode == "refuse-auth":
                     client.sendall(message(FAILURE, {
@@ -130,6 +152,12 @@ class BoltStub:
                     client.sendall(message(SUCCESS, {}))
                 elif failed:
                     client.sendall(message(IGNORED))
+                elif self.mode == "neo4j":
+                    try:
+                        pending = self._answer(client, signature, fields, pending)
+                    except Exception as exc:  # StubFailure, or a rows function's KeyError: a failed query, not a hang
+                        failed = True
+                        client.sendall(message(FAILURE, {"code": SYNTAX_ERROR, "message": str(exc)}))
                 elif signature == RUN and (self.mode == "failing" or self.received.count(RUN) == 1):
                     failed = True
                     client.sendall(message(FAILURE, {"code": SYNTAX_ERROR, "message": "the stub runs no query"}))
@@ -138,6 +166,28 @@ class BoltStub:
                 # hang-after-probe: no answer to anything else (a later RUN, BEGIN).
         except OSError:
             return
+
+    def _answer(self, client: socket.socket, signature: int, fields: list[Any],
+                pending: list[list[Any]]) -> list[list[Any]]:
+        """Neo4j's replies: a RUN's fields, then at its PULL its rows; the rows still to send."""
+        if signature == RUN:
+            query, params = fields[:2]
+            if query.startswith("RETURN $p"):
+                names, pending = ["v"], [[params["p"]]]
+            elif query.startswith("CALL dbms.components()"):
+                names, pending = ["name", "versions"], [["Neo4j Kernel", [VERSION]]]
+            else:
+                pending = self.rows(query, params)
+                names = [f"c{i}" for i in range(len(pending[0]) if pending else 0)]
+            client.sendall(message(SUCCESS, {"fields": names, "t_first": 0, "qid": 0}))
+            return pending
+        if signature == PULL:
+            for row in pending:
+                client.sendall(message(RECORD, row))
+            client.sendall(message(SUCCESS, {"has_more": False, "t_last": 0, "type": "rw", "db": "neo4j"}))
+            return []
+        client.sendall(message(SUCCESS, {"bookmark": "stub:1"} if signature == COMMIT else {}))  # BEGIN, ROLLBACK
+        return pending
 
     @staticmethod
     def _read(client: socket.socket, n: int) -> bytes:
@@ -149,16 +199,17 @@ class BoltStub:
             data += part
         return data
 
-    def _message(self, client: socket.socket) -> int:
-        """The next message's signature (its chunks read to the end marker);
-        its fields go to ``fields``."""
+    def _message(self, client: socket.socket) -> tuple[int, list[Any]]:
+        """The next message's signature and fields (its chunks read to the end
+        marker); they also go to ``fields``."""
         body = b""
         while True:
             (size,) = struct.unpack(">H", self._read(client, 2))
             if size == 0:
                 if body:
-                    self.fields.append((body[1], unpack(body)[0]))
-                    return body[1]
+                    entry = (body[1], unpack(body)[0])
+                    self.fields.append(entry)
+                    return entry
                 continue  # a NOOP chunk
             body += self._read(client, size)
 
