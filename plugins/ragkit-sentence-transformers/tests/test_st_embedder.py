@@ -5,8 +5,10 @@ the model cache. Offline behaviour is in ``test_st_offline.py``."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -192,8 +194,11 @@ def test_the_core_may_send_eight_forward_passes_per_call():
     assert SentenceTransformerEmbedder().max_batch_size == 256
 
 
-async def test_embedding_prints_no_progress_bar(capfd, passages):
-    """A server's logs and a CLI's own progress bar stay clean: nothing on stdout or stderr."""
+async def test_embedding_prints_no_progress_bar(capfd, caplog, passages):
+    """A server's logs and a CLI's own progress bar stay clean: nothing on stdout or
+    stderr, also when logging is at INFO (``ragkit serve --log-level info``), the level
+    at which sentence-transformers draws its bar unless told not to."""
+    caplog.set_level(logging.INFO)
     embedder = SentenceTransformerEmbedder({"batch_size": 4})
     await embedder.embed(["warm up"])  # the model's load may log; the calls below may not
     capfd.readouterr()
@@ -214,8 +219,11 @@ async def test_a_config_that_disagrees_with_the_weights_is_a_model_error(misdecl
 
 
 async def test_a_failing_call_is_a_model_error():
-    with pytest.raises(ModelError, match="all-MiniLM-L6-v2"):
+    with pytest.raises(ModelError) as info:
         await SentenceTransformerEmbedder().embed([None])  # type: ignore[list-item]
+    assert str(info.value).startswith(
+        "sentence-transformers model 'all-MiniLM-L6-v2' failed to embed 1 texts: ValueError: Unsupported input type: NoneType"
+    )
 
 
 async def test_minilm_ranks_cat_feline_above_cat_revenue():
@@ -244,3 +252,52 @@ async def test_a_query_sized_call_runs_on_small_batch_threads_and_restores_torch
         hook.remove()
     assert seen == [1, 1, before, before] and torch.get_num_threads() == before
     assert np.allclose(one, kept, atol=1e-5, rtol=0)
+
+
+async def test_a_model_loads_without_calling_anything_deprecated(minilm_folder):
+    """sentence-transformers 6 renamed ``get_sentence_embedding_dimension`` to
+    ``get_embedding_dimension`` and warns (FutureWarning) on the old name: the
+    adapter asks for the new one where it exists, so users see no warning."""
+    _loading.forget_models()  # load here, not reuse an earlier test's model
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        SentenceTransformerEmbedder({"model": str(minilm_folder)}).loaded_model()
+    ours = [f"{w.category.__name__}: {w.message}" for w in caught if "ragkit_sentence_transformers" in w.filename]
+    assert ours == []
+
+
+async def test_a_model_whose_files_do_not_declare_its_dimension_gets_it_from_the_loaded_model(undeclared_folder):
+    """No ``modules.json`` (a plain transformer folder: sentence-transformers adds
+    mean pooling): the dimension is read from the loaded model."""
+    embedder = SentenceTransformerEmbedder({"model": str(undeclared_folder)})
+    assert _loading.declared_dimension(embedder.source) is None
+    assert embedder.dimension == 384
+    assert embedder.model_id.endswith(":384")
+    assert (await embedder.embed(["x", "y"])).shape == (2, 384)
+
+
+async def test_a_device_torch_cannot_use_is_a_config_error_naming_it():
+    """``device = "cuda"`` on a machine whose torch has no CUDA: the model is named,
+    with the device and torch's own reason, at the first call that loads it."""
+    embedder = SentenceTransformerEmbedder({"device": "cuda"})
+    with pytest.raises(ConfigError) as info:
+        await embedder.embed(["x"])
+    assert str(info.value).startswith(
+        f"cannot load SentenceTransformer model 'all-MiniLM-L6-v2' ({embedder.source.path}) on device 'cuda': "
+        "AssertionError: Torch not compiled with CUDA enabled"
+    )
+
+
+async def test_each_forward_pass_holds_at_most_batch_size_texts():
+    """``batch_size`` is what one forward pass of the model gets (seen through a
+    torch forward hook on the shared model, removed after)."""
+    embedder = SentenceTransformerEmbedder({"batch_size": 4})
+    sizes: list[int] = []
+    hook = embedder.loaded_model().register_forward_hook(
+        lambda module, args, output: sizes.append(len(output["sentence_embedding"]))
+    )
+    try:
+        await embedder.embed([f"text number {i}" for i in range(10)])
+    finally:
+        hook.remove()
+    assert sorted(sizes) == [2, 4, 4]

@@ -171,3 +171,37 @@ class TestOnnxEmbedderContract(EmbedderContract):
     @pytest.fixture
     def adapter(self, onnx_cache):
         return onnx_embedder(onnx_cache)
+
+
+async def test_without_a_cache_dir_exports_are_kept_under_xdg_cache_home(tmp_path, monkeypatch, onnx_cache, minilm_folder):
+    """No ``onnx_cache_dir``: the export is looked for (and kept) in
+    ``$XDG_CACHE_HOME/ragkit/onnx``, here seeded with the session's export."""
+    from ragkit_sentence_transformers import _loading
+
+    await onnx_embedder(onnx_cache, model=str(minilm_folder)).embed(["x"])
+    seeded = onnx_backend.cached_export(minilm_folder, tmp_path / "xdg" / "ragkit" / "onnx")
+    seeded.parent.mkdir(parents=True)
+    shutil.copy(onnx_backend.cached_export(minilm_folder, onnx_cache), seeded)
+    _loading.forget_models()  # the load above would be reused, reading no cache
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    embedder = SentenceTransformerEmbedder({"backend": "onnx", "model": str(minilm_folder)})
+    assert (await embedder.embed(["x"])).shape == (1, 384)
+    assert not (tmp_path / "home").exists()  # nothing exported to ~/.cache instead
+    assert [p.name for p in seeded.parent.parent.iterdir()] == [seeded.parent.name]
+
+
+async def test_a_damaged_onnx_file_shipped_with_the_model_is_a_config_error_naming_it(tmp_path, minilm_folder):
+    """A folder's own ``onnx/model.onnx`` is used as shipped, never replaced by an
+    export: when ONNX Runtime cannot read it, the error names the model, the
+    backend and the device."""
+    folder = tmp_path / "broken-onnx"
+    shutil.copytree(minilm_folder, folder)
+    (folder / "onnx").mkdir()
+    (folder / "onnx" / "model.onnx").write_bytes(b"not an onnx model")
+    with pytest.raises(ConfigError) as info:
+        await onnx_embedder(tmp_path / "cache", model=str(folder)).embed(["x"])
+    assert str(info.value).startswith(
+        f"cannot load SentenceTransformer-onnx model {str(folder)!r} ({folder}) on device 'cpu': InvalidProtobuf: "
+    )
+    assert not (tmp_path / "cache").exists()
