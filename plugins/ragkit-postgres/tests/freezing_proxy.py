@@ -1,7 +1,9 @@
 """A loopback TCP proxy in front of a real server that can be frozen: from
 ``freeze()`` on it passes no byte either way and closes nothing, so the
 client's connections (and any it opens after) see a server that stopped
-answering, as behind a dead network path or a paused host.
+answering, as behind a dead network path or a paused host. ``freeze_on``
+freezes it when the client sends bytes that start so (a protocol message:
+the moment to stop answering); ``thaw()`` passes what it held and goes on.
 
 ``FreezingProxy(host, port)`` listens on 127.0.0.1 at ``proxy.port``, in threads.
 """
@@ -14,8 +16,9 @@ import time
 
 
 class FreezingProxy:
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, freeze_on: bytes | None = None) -> None:
         self.upstream = (host, port)
+        self.freeze_on = freeze_on
         self.frozen = threading.Event()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
@@ -25,6 +28,10 @@ class FreezingProxy:
     def freeze(self) -> None:
         self.frozen.set()
 
+    def thaw(self) -> None:
+        self.freeze_on = None
+        self.frozen.clear()
+
     def _accept(self) -> None:
         while True:
             try:
@@ -33,12 +40,14 @@ class FreezingProxy:
             except OSError:  # closed
                 return
             self._sockets += [client, server]
-            for source, target in ((client, server), (server, client)):
-                threading.Thread(target=self._pipe, args=(source, target), daemon=True).start()
+            for source, target, upstream in ((client, server, True), (server, client, False)):
+                threading.Thread(target=self._pipe, args=(source, target, upstream), daemon=True).start()
 
-    def _pipe(self, source: socket.socket, target: socket.socket) -> None:
+    def _pipe(self, source: socket.socket, target: socket.socket, upstream: bool) -> None:
         try:
             while data := source.recv(65536):
+                if upstream and self.freeze_on is not None and data.startswith(self.freeze_on):
+                    self.frozen.set()
                 while self.frozen.is_set():  # held: the other side waits for it forever
                     time.sleep(0.05)
                 target.sendall(data)
