@@ -18,8 +18,8 @@ the real ``neo4j`` driver, and knows nothing of Cypher.
   echoes its parameter, ``dbms.components()`` names the version), so a store
   takes it for Neo4j (parameters, ``IF NOT EXISTS``); every other query
   succeeds with the rows ``rows(query, params)`` gives (none by default), or
-  fails with its message if it raises (``StubFailure`` where a server would refuse). What the adapter sends
-  to a real Neo4j is then read from ``fields``.
+  fails with its message if that raises (``StubFailure`` where a server would
+  refuse). What the adapter sends to a real Neo4j is then read from ``fields``.
 """
 
 from __future__ import annotations
