@@ -407,7 +407,8 @@ def test_every_module_of_a_first_party_adapter_is_a_target():
     ``testing.py`` (the wire servers the tests run against) are not adapter code."""
     targets = _harness_module().load_targets(ROOT / "tests" / "mutation" / "targets.toml")
     covered = {t.module for t in targets.values()}
-    packages = [*sorted((ROOT / "plugins").glob("ragkit-*/ragkit_*")), ROOT / "ragkit" / "storage", ROOT / "ragkit" / "offline"]
+    plugins = sorted(init.parent for init in (ROOT / "plugins").glob("ragkit-*/ragkit_*/__init__.py"))
+    packages = [*plugins, ROOT / "ragkit" / "storage", ROOT / "ragkit" / "offline"]
     modules = set()
     for package in packages:
         top = package.parent if package.parent.name != "ragkit" else package.parent.parent
