@@ -50,10 +50,6 @@ class OllamaAdapter(RemoteModel):
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
         return ollama.AsyncClient(host=self.base_url, timeout=self.options.timeout, headers=headers)
 
-    async def close_client(self, client: Any) -> None:
-        close = getattr(client, "close", None)  # ollama < 0.6 has none
-        await (close() if close is not None else client._client.aclose())
-
     def model_options(self, **values: Any) -> dict[str, Any]:
         """``options`` for a call: ``model_options`` plus the set ``values``."""
         return {**self.options.model_options, **{k: v for k, v in values.items() if v is not None}}

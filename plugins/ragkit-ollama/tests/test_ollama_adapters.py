@@ -188,6 +188,13 @@ async def test_api_key_is_sent_as_bearer_and_401_names_it():
         assert "wrong-token" not in str(info.value)
 
 
+async def test_without_a_key_no_authorization_header_is_sent(server, monkeypatch):
+    """A local Ollama needs no key: nothing (not "Bearer None") is sent in its place."""
+    monkeypatch.delenv("OLLAMA_API_KEY", raising=False)
+    assert (await chat(server).complete(REQUEST)).text
+    assert "authorization" not in server.requests[0].headers
+
+
 async def test_connection_refused_is_a_model_error(server):
     url = server.url
     server.stop()
@@ -268,22 +275,40 @@ def test_strip_think(text, expected):
     assert strip_think(text) == expected
 
 
-@given(
-    st.lists(
-        st.sampled_from(["<think>", "</think>", "<th", "ink>", "</", " ", "\n", "answer", "é"]), max_size=12
-    ),
-    st.lists(st.integers(min_value=1, max_value=6), min_size=1, max_size=30),
-)
-def test_think_filter_on_any_split_equals_strip_think(parts, sizes):
-    """Fed in pieces cut anywhere, ThinkFilter gives strip_think of the whole."""
-    text = "".join(parts)
-    think, out, i, k = ThinkFilter(), [], 0, 0
+def _feed_in_pieces(think: ThinkFilter, text: str, sizes: list[int]) -> str:
+    out, i, k = [], 0, 0
     while i < len(text):
         size = sizes[k % len(sizes)]
         out.append(think.feed(text[i : i + size]))
         i, k = i + size, k + 1
     out.append(think.flush())
-    assert "".join(out) == strip_think(text)
+    return "".join(out)
+
+
+PARTS = st.lists(
+    st.sampled_from(["<think>", "</think>", "<th", "ink>", "</", " ", "\n", "answer", "é"]), max_size=12
+)
+
+
+@given(PARTS, PARTS, st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=30))
+def test_think_filter_on_any_split_equals_strip_think(first, second, sizes):
+    """Fed in pieces cut anywhere (a piece may hold several tags), ThinkFilter
+    gives strip_think of the whole; after flush() it starts afresh on the next stream."""
+    think = ThinkFilter()
+    for text in ("".join(first), "".join(second)):
+        assert _feed_in_pieces(think, text, sizes) == strip_think(text)
+
+
+def test_think_filter_holds_back_only_what_could_start_a_tag():
+    """A stream is not delayed: feed() returns at once all text that no tag can start."""
+    think = ThinkFilter()
+    assert think.feed("plain answer") == "plain answer"
+    assert think.feed(" then <th") == " then "
+    assert think.feed("ink>hidden</thi") == ""
+    assert think.feed("nk>\n after") == "after"
+    assert think.flush() == ""
+    assert think.feed("<think>cut off mid-tag </th") == ""
+    assert think.flush() == "", "a block cut off (even mid-tag) is removed to the end"
 
 
 async def test_a_stream_cut_midway_is_an_error_without_retry(server):

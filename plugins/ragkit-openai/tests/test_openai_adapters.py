@@ -288,6 +288,35 @@ async def test_azure_deployment_with_api_version():
         assert request.query["api-version"] == "2024-10-21" and request.headers["api-key"] == "azure-key"
 
 
+def azure(server: OpenAIServer, **options) -> OpenAIChat:
+    return OpenAIChat({"base_url": server.root, "api_version": "2024-10-21", "model": "prod-4o", **FAST, **options})
+
+
+async def test_azure_key_from_the_environment_prefers_the_azure_variable(monkeypatch):
+    """With api_version, AZURE_OPENAI_API_KEY is read first, OPENAI_API_KEY second."""
+    with OpenAIServer("/openai/deployments/prod-4o", api_key="azure-key", azure=True) as s:
+        monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-key")
+        monkeypatch.setenv("OPENAI_API_KEY", "the-openai-key")
+        assert (await azure(s).complete(REQUEST)).text
+        monkeypatch.delenv("AZURE_OPENAI_API_KEY")
+        monkeypatch.setenv("OPENAI_API_KEY", "azure-key")
+        assert (await azure(s).complete(REQUEST)).text
+        assert [r.headers["api-key"] for r in s.requests] == ["azure-key", "azure-key"]
+
+
+async def test_azure_401_names_azure_and_both_key_variables(monkeypatch):
+    """An Azure deployment's errors say whom they came from and which variables give the key."""
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with OpenAIServer("/openai/deployments/prod-4o", api_key="azure-key", azure=True) as s:
+        root = s.root
+        with pytest.raises(ModelError) as info:
+            await azure(s, api_key="sk-wrong-secret-123").complete(REQUEST)
+    message = str(info.value)
+    assert message.startswith(f"Azure OpenAI at {root} (model 'prod-4o') refused") and "HTTP 401" in message
+    assert "AZURE_OPENAI_API_KEY or OPENAI_API_KEY" in message and "sk-wrong-secret-123" not in message
+
+
 async def test_concurrency_limit_is_respected():
     """max_concurrency=2: never more than 2 requests in flight at the server."""
     with OpenAIServer(api_key=TEST_KEY, latency=0.2) as s:

@@ -11,6 +11,7 @@ the lease classes). Troubleshooting: every test needs the server at
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -37,6 +38,7 @@ from ragkit_postgres import (
     PostgresVectorStore,
 )
 from ragkit_postgres._db import safe_dsn
+from ragkit_postgres._stats import Statistics
 from ragkit_postgres.vector import vector_text
 from ragkit_postgres.testing import drop_prefix, fresh_prefix
 
@@ -236,6 +238,91 @@ async def test_every_bulk_write_counts_its_rows_for_the_planner(make_config, pos
     finally:
         await conn.close()
         await drop_prefix(postgres_url, prefix)
+
+
+async def test_the_doubling_is_counted_from_the_size_the_server_analysed(make_config, postgres_url):
+    """999 rows written to a fresh table leave it to autovacuum, the 1,000th
+    (``MIN_ROWS``) has it analysed; then 999 changes on its 1,000 analysed rows
+    are no doubling, the 1,000th is. A store opened anew (a new process) reads
+    the table's analysed size from the server: 1,000 rows written then are no
+    doubling of 2,000.
+
+    Troubleshoot: ``_stats.Statistics._due`` and ``_analyse_if_doubled``.
+    """
+    prefix, ws = fresh_prefix(), f"w{uuid.uuid4().hex[:8]}"
+    conn = await asyncpg.connect(postgres_url)
+
+    async def analyses() -> int:
+        return await conn.fetchval("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = $1",
+                                   f"{prefix}_kv")
+
+    config = make_config("kv", ws, table_prefix=prefix)
+    try:
+        async with PostgresKVStore(config) as kv:
+            await kv.upsert({f"k{i}": {"v": 0} for i in range(999)})
+            assert await analyses() == 0
+            await kv.upsert({"k999": {"v": 0}})
+            assert await analyses() == 1, "MIN_ROWS rows written to a fresh table: analysed"
+            await kv.upsert({f"k{i}": {"v": 1} for i in range(999)})
+            assert await analyses() == 1, "999 changes on 1,000 analysed rows are not a doubling"
+            await kv.upsert({"k999": {"v": 1}})
+            assert await analyses() == 2
+            await kv.upsert({f"n{i}": {"v": 0} for i in range(1000)})  # 2,000 rows: analysed again
+            assert await analyses() == 3
+        async with PostgresKVStore(config) as kv:
+            await kv.upsert({f"k{i}": {"v": 2} for i in range(1000)})
+            assert await analyses() == 3, "a store opened anew took 1,000 changes on 2,000 rows for a doubling"
+    finally:
+        await conn.close()
+        await drop_prefix(postgres_url, prefix)
+
+
+class CountingPool:
+    """A real asyncpg pool that counts the connections taken from it."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool, self.acquired = pool, 0
+
+    def acquire(self):
+        self.acquired += 1
+        return self.pool.acquire()
+
+
+async def test_a_commit_with_no_table_due_takes_no_connection(postgres_url):
+    """Statistics decide from what they hold whether any table is due, so the
+    many small commits of a run never wait for a connection of their own."""
+    table = f"{fresh_prefix()}_t"
+    pool = CountingPool(await asyncpg.create_pool(postgres_url, min_size=1, max_size=2))
+    try:
+        await pool.pool.execute(f"CREATE TABLE {table} AS SELECT g AS v FROM generate_series(1, 3000) g")
+        stats = Statistics()
+        stats.wrote(table, 3000)
+        await stats.refresh(pool)
+        assert pool.acquired == 1 and stats.analysed_rows[table] == 3000
+        stats.wrote(table, 1000)
+        stats.wrote(table, 1000)
+        await stats.refresh(pool)
+        assert pool.acquired == 1, "2,000 rows on 3,000 analysed took a connection"
+    finally:
+        await pool.pool.execute(f"DROP TABLE IF EXISTS {table}")
+        await pool.pool.close()
+
+
+async def test_a_refresh_that_fails_is_logged_naming_the_tables_and_never_raised(postgres_url, caplog):
+    """The write it follows has committed: a failure to analyse is a warning
+    naming the tables and the error, and autovacuum is left to do it."""
+    pool = await asyncpg.create_pool(postgres_url, min_size=1, max_size=1)
+    await pool.close()
+    stats = Statistics()
+    stats.wrote("rk_a_kv", 1000)
+    stats.wrote("rk_a_nodes", 2000)
+    with caplog.at_level(logging.WARNING, logger="ragkit_postgres._stats"):
+        await stats.refresh(pool)
+    [record] = caplog.records
+    assert record.getMessage().startswith(
+        "could not refresh the planner statistics of rk_a_kv, rk_a_nodes: "
+    ) and "closed" in record.getMessage()
+
 
 
 async def test_a_search_is_one_statement_under_its_own_stores_settings(make_config):

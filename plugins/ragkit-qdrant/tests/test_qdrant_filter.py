@@ -79,6 +79,11 @@ def test_malformed_filters_raise(flt):
         to_filter(flt, "w")
 
 
+def test_no_match_names_itself():
+    """The sentinel reads as ``NO_MATCH`` in an assertion's message and in a debugger."""
+    assert repr(NO_MATCH) == "NO_MATCH"
+
+
 def test_json_keys_are_quoted_when_needed():
     assert json_key("color") == "color" and json_key("a-b_c9") == "a-b_c9"
     assert json_key("a.b") == '"a.b"' and json_key("中文") == '"中文"' and json_key("x[0]") == '"x[0]"'
