@@ -125,6 +125,10 @@ class Target:
     from the one that ran the tests for their coverage) or ``forkserver``
     (forked from a process that ran none): for clients that do not survive a
     fork of a process that used them (chromadb's)."""
+    pytest_plugins: list[str] = field(default_factory=list)
+    """Modules loaded into each mutant's pytest session (``-p``): a fixture
+    of the whole session, such as a server of its own where a mutant can
+    break a shared one for the mutants after it."""
     child_tests: list[str] = field(default_factory=list)
     """Tests that reach the module in a child process (a worker it spawns, a
     process a test starts). mutmut traces which tests call a function in the
@@ -272,7 +276,8 @@ def _table(target: Target, root: Path) -> str:
         "source_paths": [package],
         "only_mutate": [target.module],
         "pytest_add_cli_args_test_selection": target.tests,
-        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-x", "-q"],
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", *(a for p in target.pytest_plugins for a in ("-p", p)),
+                                "-x", "-q"],
         "also_copy": target.also,  # mutmut runs the tests from its copy: what they need must be in it
         # A mutant that loops forever is caught by its time limit: mutmut's
         # default (30x the tests' time) spends minutes on each.
@@ -556,7 +561,9 @@ def write_report(outcomes: dict[str, dict], targets: dict[str, Target], path: Pa
         "second run). mutmut traces calls in the test",
         "process only: where a module runs in a child process too (a worker it spawns), its",
         "target's `child_tests` run again for each survivor, the mutant named in the",
-        "environment the child inherits.",
+        "environment the child inherits. Where one mutant could break a shared server for the",
+        "others (FalkorDB's Bolt listener hangs after a GOODBYE), each mutant's test session",
+        "starts a server of its own (`pytest_plugins`).",
         "",
         "| target | module | mutants | killed | equivalent | survivors | score | gated | run |",
         "|---|---|---|---|---|---|---|---|---|",

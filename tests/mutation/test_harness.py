@@ -416,3 +416,40 @@ def test_every_module_of_a_first_party_adapter_is_a_target():
                     if f.name not in ("__init__.py", "plugin.py", "testing.py")}
     assert len(modules) > 40
     assert sorted(modules - covered) == []
+
+
+SESSION_PLUGIN = '''
+import os
+
+
+def pytest_configure(config):
+    os.environ["TOY_SESSION"] = str(os.getpid())
+'''
+
+SESSION_TEST = '''
+import os
+
+from toy.sign import describe
+
+
+def test_describe_in_a_session_of_its_own():
+    assert os.environ.get("TOY_SESSION") == str(os.getpid())  # the plugin ran in this very process
+    assert describe(1) == "positive"
+    assert describe(-3) == "not positive"
+'''
+
+
+def test_each_mutants_pytest_session_loads_the_targets_pytest_plugins(tmp_path):
+    """``pytest_plugins`` load into every mutant's own session, not only the
+    clean run's: the test passes only where the plugin ran in its process. Its
+    boundary assertion left out, ``n >= 0`` survives (were the plugin not run
+    for each mutant, every mutant would fail that check and count as killed)."""
+    _toy(tmp_path, "sign", MODULE, SESSION_TEST, 'pytest_plugins = ["toy.session"]\n')
+    (tmp_path / "toy" / "session.py").write_text(SESSION_PLUGIN)
+    done = _harness(tmp_path, "--report", str(tmp_path / "report.md"))
+    out = done.stdout + done.stderr
+    assert "describe: if n >= 0:" in out and re.search(r"mutants: \d+ killed, 0 equivalent, 1 survived", out), out
+
+    _toy(tmp_path, "sign", MODULE, SESSION_TEST)  # without the plugin: its clean run fails
+    failed = _harness(tmp_path, "--report", str(tmp_path / "report.md"))
+    assert failed.returncode != 0 and "TOY_SESSION" in failed.stdout + failed.stderr

@@ -70,8 +70,8 @@ async def probe(driver: Any, database: str | None, forced: str) -> ServerInfo:
                 record = await (await session.run("RETURN $p AS v", {"p": PROBE_VALUE})).single()
             params_ok = record is not None and record["v"] == PROBE_VALUE
         except Exception as exc:  # noqa: BLE001 - any failure means "not real parameters"
-            log.debug("parameter probe failed on %s: %r", agent, exc)
-    if not params_ok:
+            log.debug("parameter probe failed on %s: %s: %s", agent, type(exc).__name__, exc)
+    if not params_ok:  # also with query_values = "inline", which skips the probe: values go inline
         if forced == "parameters":
             raise StoreError(
                 f"the server at {agent} does not return query parameters unchanged; "
@@ -84,16 +84,13 @@ async def probe(driver: Any, database: str | None, forced: str) -> ServerInfo:
                 await session.run("CALL dbms.components() YIELD name, versions RETURN name, versions")
             ).values()
     except Exception as exc:  # noqa: BLE001
-        log.debug("dbms.components() failed on %s: %r", agent, exc)
+        log.debug("dbms.components() failed on %s: %s: %s", agent, type(exc).__name__, exc)
         rows = []
     for name, versions in rows:
         if str(name).startswith("Neo4j"):
             version = str(versions[0]) if versions else ""
-            return ServerInfo(
-                agent, "neo4j", version, inline_values=forced == "inline",
-                if_not_exists=_version_at_least(version, (4, 4)),
-            )
-    return ServerInfo(agent, "other", inline_values=forced == "inline")
+            return ServerInfo(agent, "neo4j", version, if_not_exists=_version_at_least(version, (4, 4)))
+    return ServerInfo(agent, "other")
 
 
 @dataclass(eq=False)
@@ -102,6 +99,8 @@ class SharedDriver:
 
     key: tuple[Any, ...]
     driver: Any
+    loop: asyncio.AbstractEventLoop
+    """The loop its connections belong to (they hold it: a weak reference would gain nothing)."""
     users: int = 0
     info: ServerInfo | None = None
     schema_done: set[tuple[str | None, str]] = field(default_factory=set)
@@ -116,10 +115,11 @@ _drivers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, .
 async def acquire(key: tuple[Any, ...], make_driver: Any, database: str | None, forced: str) -> SharedDriver:
     """The shared driver for ``key`` in the running loop (created and probed on
     first use); pair every call with ``release``."""
-    per_loop = _drivers.setdefault(asyncio.get_running_loop(), {})
+    loop = asyncio.get_running_loop()
+    per_loop = _drivers.setdefault(loop, {})
     shared = per_loop.get(key)
     if shared is None:
-        shared = per_loop[key] = SharedDriver(key, make_driver())
+        shared = per_loop[key] = SharedDriver(key, make_driver(), loop)
     shared.users += 1
     try:
         async with shared.lock:
@@ -132,12 +132,22 @@ async def acquire(key: tuple[Any, ...], make_driver: Any, database: str | None, 
 
 
 async def release(shared: SharedDriver) -> None:
+    """Pairs ``acquire``. On another loop than the driver's, once that one has
+    ended (``asyncio.run`` twice), there is nothing left to close."""
+    ended = shared.loop.is_closed()
+    if shared.loop is not asyncio.get_running_loop() and not ended:
+        raise RuntimeError(
+            "a Neo4j store was closed on another event loop than the one it opened on, whose "
+            "connections it holds. Fix: close it on that loop (or after that loop has ended)"
+        )
     shared.users -= 1
     if shared.users > 0:
         return
-    per_loop = _drivers.get(asyncio.get_running_loop(), {})
+    per_loop = _drivers[shared.loop]  # made by acquire(), kept while the loop lives
     if per_loop.get(shared.key) is shared:
         del per_loop[shared.key]
+    if ended:
+        return
     if shared.info is not None and shared.info.goodbye_breaks_listener:
         _drop_connections(shared.driver)
     await shared.driver.close()

@@ -11,8 +11,10 @@
   ``_ragkit_id``; user keys are stored as given, except keys that start with
   ``_ragkit`` or hold a backtick/NUL, stored as ``_ragkitx<utf-8 hex>``. Values
   a property cannot hold natively (mixed-type lists, which Neo4j refuses; text
-  with NUL or lone surrogates; ints beyond 64 bits) go, JSON-encoded, into one
-  ``_ragkit_json`` property. Decoding reverses both exactly.
+  with NUL; ints beyond 64 bits) go, JSON-encoded, into one ``_ragkit_json``
+  property. Decoding reverses both exactly. Lone surrogates never get here: the
+  graph protocol refuses them in what is written and skips them in what is read
+  ([graph.text.unicode]).
 
 - **Values.** With a real Neo4j every value travels as a query parameter.
   FalkorDB's Bolt listener (the test stand-in) has no parameters of its own: it
@@ -71,29 +73,22 @@ def store_label(prefix: str, workspace: str, namespace: str) -> str:
 # -- property codec ----------------------------------------------------------------
 
 
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def storable_text(text: str) -> bool:
-    """Text every supported server stores unchanged (no NUL, valid UTF-8)."""
-    return "\x00" not in text and _utf8(text)
+    """Text every supported server stores unchanged: no NUL (valid Unicode it
+    is already, see the module's doc)."""
+    return "\x00" not in text
 
 
 def encode_key(key: str) -> str:
     if key.startswith(_RESERVED) or "`" in key or not storable_text(key):
-        return _ESCAPED + key.encode("utf-8", "surrogatepass").hex()
+        return _ESCAPED + key.encode().hex()
     return key
 
 
 def decode_key(key: str) -> str | None:
     """The user's key, or ``None`` for the adapter's own properties."""
     if key.startswith(_ESCAPED):
-        return bytes.fromhex(key[len(_ESCAPED):]).decode("utf-8", "surrogatepass")
+        return bytes.fromhex(key[len(_ESCAPED):]).decode()
     if key.startswith(_RESERVED):
         return None
     return key
@@ -206,7 +201,7 @@ def string_literal(text: str) -> str:
     kind, backticks and braces inside a string)."""
     if not storable_text(text):
         raise InvalidValueError(
-            f"{text[:40]!r} holds NUL or a lone surrogate, which this server cannot store"
+            f"{text[:40]!r} holds NUL, which this server cannot store"
         )
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 

@@ -313,14 +313,12 @@ class Neo4jGraphStore(GraphStore):
         inline = self.server.inline_values
         return list(
             dict.fromkeys(
-                i for i in ids if isinstance(i, str) and i and (storable_text(i) if inline else _utf8_ok(i))
+                i for i in ids if isinstance(i, str) and i and (storable_text(i) or not inline)
             )
         )
 
     def _check_id(self, node_id: str) -> str:
         """What this server cannot store, beyond the protocol's rules (checked already)."""
-        if not _utf8_ok(node_id):
-            raise InvalidValueError(f"node id {node_id[:40]!r} is not valid Unicode (lone surrogate)")
         limit = self._limit
         if limit is not None:
             if "\x00" in node_id:
@@ -362,9 +360,9 @@ class Neo4jGraphStore(GraphStore):
             raise
 
     async def _close(self) -> None:  # nothing to flush: every call commits its own transaction
-        shared, self._shared = self._shared, None
-        if shared is not None:
-            await _server.release(shared)
+        if self._shared is not None:
+            await _server.release(self._shared)  # refused on another live loop: the store stays open
+            self._shared = None
 
     def _wants_schema(self) -> bool:
         if self.options.indexes == "auto":
@@ -745,14 +743,6 @@ class Neo4jGraphStore(GraphStore):
             if len(page) < limit:
                 return
             last = next(reversed(page))
-
-
-def _utf8_ok(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 __all__ = ["Neo4jGraphStore", "Neo4jOptions"]

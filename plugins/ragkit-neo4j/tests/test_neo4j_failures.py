@@ -14,23 +14,10 @@ import time
 
 import pytest
 
-from bolt_stub import HELLO, PULL, RUN, BoltStub
+from bolt_stub import HELLO, PULL, RUN
 from ragkit.errors import StoreError
 from ragkit.protocols import StoreConfig
 from ragkit_neo4j import Neo4jGraphStore, _server
-
-
-@pytest.fixture
-def stub():
-    made: list[BoltStub] = []
-
-    def start(mode: str) -> BoltStub:
-        made.append(BoltStub(mode))
-        return made[-1]
-
-    yield start
-    for server in made:
-        server.close()
 
 
 def store(uri: str, **options) -> Neo4jGraphStore:

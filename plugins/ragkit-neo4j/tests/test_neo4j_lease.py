@@ -86,26 +86,13 @@ def _neo4j_rows(holders: dict[str, str]):
     return rows
 
 
-@pytest.fixture
-def neo4j_stub():
-    made: list[BoltStub] = []
-
-    def start(rows) -> BoltStub:
-        made.append(BoltStub("neo4j", rows))
-        return made[-1]
-
-    yield start
-    for server in made:
-        server.close()
-
-
 def _store(uri: str, workspace: str) -> Neo4jGraphStore:
     return Neo4jGraphStore(StoreConfig(namespace="ns", workspace=workspace, options={"uri": uri}))
 
 
-async def test_on_neo4j_the_lease_sends_parameters_and_makes_its_constraint_once_per_label(neo4j_stub):
+async def test_on_neo4j_the_lease_sends_parameters_and_makes_its_constraint_once_per_label(stub):
     holders: dict[str, str] = {}
-    server = neo4j_stub(_neo4j_rows(holders))
+    server = stub("neo4j", _neo4j_rows(holders))
     first, second = _store(server.uri, "w1"), _store(server.uri, "w2")
     await first.open()
     await second.open()
@@ -141,13 +128,13 @@ async def test_on_neo4j_the_lease_sends_parameters_and_makes_its_constraint_once
     assert [p["ms"] for _, p in lease_runs if "ms" in p] == [30000, 30000, 12500, 1]  # never 0: no lease
 
 
-async def test_on_neo4j_a_constraint_the_server_refuses_is_named(neo4j_stub):
+async def test_on_neo4j_a_constraint_the_server_refuses_is_named(stub):
     def rows(query: str, params: dict) -> list[list]:
         if query.startswith("CREATE CONSTRAINT") and ":lock" in query:
             raise StubFailure("no constraints for you")
         return []
 
-    server = neo4j_stub(rows)
+    server = stub("neo4j", rows)
     store = _store(server.uri, "w")
     await store.open()
     try:
