@@ -14,6 +14,7 @@ import pytest
 
 from ragkit.core.prompts import (
     COMPLETE_MARKER,
+    SUMMARY_PROMPT,
     build_extraction_request,
     build_gleaning_request,
     build_keywords_request,
@@ -21,6 +22,7 @@ from ragkit.core.prompts import (
 )
 from ragkit.offline import NOTICE, OfflineLLM, notice_once
 from ragkit.offline.answer import BYPASS, NOTICE_EN, NOTICE_ZH
+from ragkit.offline.keywords import statements_of, summarise
 from ragkit.offline.llm import OTHER
 from ragkit.protocols import ChatRequest
 from ragkit.query.answer import build_answer_request, build_bypass_request
@@ -307,3 +309,39 @@ def test_a_forked_process_answers_queries_on_a_thread_of_its_own():
     request = build_keywords_request("Who founded the publisher of Climate Dynamics?")
     expected = asyncio.run(OfflineLLM().complete(request))  # the parent's thread is started now
     check_in_fork(lambda: asyncio.run(OfflineLLM().complete(request)) == expected)
+
+
+# -- summaries, rule by rule (ragkit.offline.keywords) ------------------------------------------
+
+
+def test_the_statements_are_read_from_between_their_marks():
+    """The block after the first "Statements:" line and before the last
+    "Description:" (a statement may hold either word); "- " bullets dropped,
+    lines of dashes and blanks skipped, other lines kept whole; with no marks,
+    the whole prompt."""
+    prompt = SUMMARY_PROMPT.format(subject="Gu Yao", language="English",
+                                   statements="- first\n- Statements:\n-   padded  \n-\n- - \nXX\nplain - line\n- last")
+    assert statements_of(prompt) == ["first", "Statements:", "padded", "XX", "plain - line", "last"]
+    assert statements_of("Statements:\n- a\n- b\n\nDescription:") == ["a", "b"]  # a mark at the very start
+    assert statements_of("Say what a Description: is.\n\nDescription: see below.\n\nStatements:\n- a\n\nDescription:") == ["a"]
+    assert statements_of("- x\n- y") == ["x", "y"]
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def test_a_summary_takes_the_richest_statements_that_fit_and_add_something():
+    """Richest first; one that does not fit is skipped (a smaller one may still);
+    one that adds no content word beyond those already taken is skipped; each
+    costs its tokens plus one (the line break), all within max_tokens exactly."""
+    def cut(text: str, tokens: int) -> str:
+        return " ".join(text.split()[:tokens])
+
+    three = ["copper silver", "gold iron", "tin zinc"]  # 3 tokens each with the line break
+    assert summarise(three, 6, _words, cut) == "copper silver\ngold iron"
+    assert summarise(["tin", "copper silver gold"], 4, _words, cut) == "copper silver gold"  # richest first
+    assert summarise(["copper silver gold iron tin zinc", "lead nickel"], 5, _words, cut) == "lead nickel"
+    covered = ["copper silver gold", "iron zinc", "copper iron", "tin"]  # the third adds nothing new
+    assert summarise(covered, 50, _words, cut) == "copper silver gold\niron zinc\ntin"
+    assert summarise(["copper silver gold iron"], 2, _words, cut) == "copper silver"  # none fits: the first, cut
