@@ -43,6 +43,7 @@ CONTRACT_OPTIONS = {"graph:neo4j": neo4j_options}
 # -- a server of a test session's own ---------------------------------------------------------
 
 _SCRIPT = Path("plugins", "ragkit-neo4j", "scripts", "bolt-server")
+_PR_SET_PDEATHSIG = 1
 
 
 def _script() -> Path:
@@ -50,7 +51,6 @@ def _script() -> Path:
     install), else under the working directory (a mutation run's copy)."""
     beside = Path(__file__).resolve().parent.parent / _SCRIPT.parent.name / _SCRIPT.name
     return beside if beside.exists() else Path.cwd() / _SCRIPT
-_PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:

@@ -1,6 +1,7 @@
 """What a store learns about the server behind it (``_server``): the probe of
-query parameters and of the version, what each query-values mode sends, and
-closing a listener's connections without GOODBYE.
+query parameters and of the version, what each query-values mode sends, one
+driver shared per event loop and closed on it (or after it ended), and closing
+a listener's connections without GOODBYE.
 
 The server is the loopback stub answering as Neo4j (``bolt_stub.py``, mode
 ``neo4j``), which can say another version or return a probe value changed.
