@@ -270,6 +270,7 @@ async def test_embedder_options_reach_the_request_and_its_identity(server):
         ("no <thin k> tag", "no <thin k> tag"),
         ("", ""),
     ],
+    ids=["block-then-answer", "no-block", "two-blocks", "cut-off", "no-tag", "empty"],  # no escaped "\n"
 )
 def test_strip_think(text, expected):
     assert strip_think(text) == expected
