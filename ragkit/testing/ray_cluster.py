@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,14 +27,10 @@ from pathlib import Path
 
 import psutil
 
+from ragkit.testing.ports import free_port
+
 RAY = Path(sys.executable).with_name("ray")
 HEALTH = {"health_check_period_ms": 500, "health_check_failure_threshold": 5, "health_check_timeout_ms": 500}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _ports() -> list[str]:

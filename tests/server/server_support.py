@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,17 +16,12 @@ from pathlib import Path
 import httpx
 
 from ragkit.server.keys import KeyStore
+from ragkit.testing.ports import free_port
 from ragkit.testing.jobs import wait_job  # noqa: F401 - the tests import it from here
 
 HERE = Path(__file__).resolve().parent
 LEAK_CANARY = "sk-canary-backend-secret-3f9a1c"
 """A backend credential the servers run with; no log line or body may show it."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

@@ -9,7 +9,6 @@ that are dropped and closed at the end of the test.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import uuid
@@ -18,17 +17,12 @@ from pathlib import Path
 import pytest
 
 from ragkit.protocols import StoreConfig
+from ragkit.testing.ports import free_port as _free_port
 from ragkit_chroma.store import ChromaVectorStore
 from ragkit_chroma.testing import DEFAULT_URL, options_from_url, server_answers
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "chroma-server"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _run_script(*args: str, state_dir: Path, env: dict | None = None) -> subprocess.CompletedProcess:

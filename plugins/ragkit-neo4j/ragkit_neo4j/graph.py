@@ -308,14 +308,12 @@ class Neo4jGraphStore(GraphStore):
             out.append((query + suffix, params))
         return out
 
-    def _query_ids(self, ids: Iterable[object]) -> list[str]:
-        """Distinct asked ids that can exist here (others read as missing)."""
-        inline = self.server.inline_values
-        return list(
-            dict.fromkeys(
-                i for i in ids if isinstance(i, str) and i and (storable_text(i) or not inline)
-            )
-        )
+    def _query_ids(self, ids: Iterable[str]) -> list[str]:
+        """The asked ids (distinct and valid: the protocol's base checked them)
+        that can exist here: none holding NUL where values go inline."""
+        if not self.server.inline_values:
+            return list(ids)
+        return [i for i in ids if storable_text(i)]
 
     def _check_id(self, node_id: str) -> str:
         """What this server cannot store, beyond the protocol's rules (checked already)."""

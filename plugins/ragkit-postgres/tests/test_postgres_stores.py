@@ -324,7 +324,6 @@ async def test_a_refresh_that_fails_is_logged_naming_the_tables_and_never_raised
     ) and "closed" in record.getMessage()
 
 
-
 async def test_a_search_is_one_statement_under_its_own_stores_settings(make_config):
     """A vector search outside a batch is one statement: the search settings
     (``hnsw.ef_search``, ``hnsw.iterative_scan``) stay on the pooled
