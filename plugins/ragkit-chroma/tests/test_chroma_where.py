@@ -14,7 +14,7 @@ import pytest
 
 from ragkit.errors import InvalidValueError
 from ragkit.protocols.vector import matches_filter
-from ragkit_chroma._where import NO_MATCH, to_where  # the module under test
+from ragkit_chroma._where import NO_MATCH, check_metadata, to_where  # the module under test
 
 # Chroma 1.5 warns whenever it reads a collection made with no embedding function,
 # which is exactly what ragkit wants (it always passes embeddings).
@@ -59,6 +59,7 @@ TABLE = [
     ({"n": 2**64}, NO_MATCH),
     ({"#document": "x"}, NO_MATCH),
     ({"$and": 1}, NO_MATCH),
+    ({1: "x"}, NO_MATCH),  # metadata keys are strings: a number key names no field
     ({"color": "red", "n": {"$in": []}}, NO_MATCH),
     ({"n": {"$in": [1, None]}}, {"n": {"$in": [1]}}),
 ]
@@ -86,6 +87,32 @@ def test_malformed_filters_raise(flt):
     as in ``matches_filter``, never silently ignored."""
     with pytest.raises(InvalidValueError):
         to_where(flt)
+
+
+def test_errors_name_the_problem_and_the_fix():
+    """The messages say what was wrong (the field, the key, the type) and what
+    is allowed, so a caller can mend the filter or the metadata."""
+    with pytest.raises(InvalidValueError, match=r"^filter must be a mapping, got list$"):
+        to_where(["n", 1])
+    with pytest.raises(InvalidValueError, match=r"^filter 'n': '\$in' needs a list of values$"):
+        to_where({"n": {"$in": 1}})
+    with pytest.raises(
+        InvalidValueError,
+        match=r"^metadata key '#k' cannot be stored in Chroma: keys must be non-empty "
+        r"and must not start with '#', '\$' or 'chroma:'$",
+    ):
+        check_metadata([{"ok": 1}, {"#k": 1}])
+    with pytest.raises(
+        InvalidValueError,
+        match=r"^metadata 'big'=18446744073709551616 cannot be stored in Chroma: integers must fit in 64 bits$",
+    ):
+        check_metadata([{"big": 2**64}])
+    check_metadata([{"ok": 1, "s": "x", "f": 0.5, "b": True}])  # what Chroma keeps passes
+
+
+def test_no_match_reads_as_its_name():
+    """Failure messages print the translated clause; NO_MATCH must say what it is."""
+    assert repr(NO_MATCH) == "NO_MATCH"
 
 
 RECORDS = {
