@@ -327,17 +327,13 @@ async def _in_thread(fn: Callable[[], T], start: Callable[[Callable[[], T]], Awa
     re-raised once the thread is done.
     """
     task = asyncio.ensure_future(start(fn))
-    cancelled = False
-    while not task.done():
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            cancelled = True
-        except BaseException:
-            break  # the thread's own error, re-raised by result() below
-    if cancelled:
-        raise asyncio.CancelledError
-    return task.result()
+    try:
+        return await asyncio.shield(task)  # the thread's own error is raised here
+    except asyncio.CancelledError:
+        while not task.done():
+            with contextlib.suppress(asyncio.CancelledError):  # cancelled again: still wait
+                await asyncio.wait([task])
+        raise
 
 
 # -- one store's snapshot and journal ------------------------------------------------
