@@ -21,7 +21,7 @@ from ragkit.core.prompts import (
     build_summary_request,
 )
 from ragkit.offline import NOTICE, OfflineLLM, notice_once
-from ragkit.offline.answer import BYPASS, NOTICE_EN, NOTICE_ZH
+from ragkit.offline.answer import BYPASS, BYPASS_ZH, NOTICE_EN, NOTICE_ZH
 from ragkit.offline.keywords import statements_of, summarise
 from ragkit.offline.llm import OTHER
 from ragkit.protocols import ChatRequest
@@ -174,6 +174,9 @@ async def test_bypass_says_offline_mode_needs_context(llm):
     request = build_bypass_request(QUESTION, history=[], response_type="x", language="English")
     assert (await llm.complete(request)).text == BYPASS
     assert "cannot answer without context" in BYPASS
+    chinese = build_bypass_request("海佳项目由谁负责？", history=[], response_type="x", language="Chinese")
+    assert (await llm.complete(chinese)).text == BYPASS_ZH  # in the question's language
+    assert "无法在没有上下文的情况下回答" in BYPASS_ZH
 
 
 @pytest.mark.parametrize("request_", [
